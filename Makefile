@@ -1,0 +1,42 @@
+# The two commands: `make run` and `make test`. Everything else supports them.
+SHELL := /bin/bash
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+export UV_LINK_MODE ?= copy
+
+# make test talks to the machine's real services; override to point elsewhere.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/agent_console
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
+PYTEST_ARGS ?=
+
+.PHONY: run test install test-postgres test-sqlite-smoke lint services bench
+
+install:
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	@$(UV) sync --frozen --quiet
+
+run: install
+	@mkdir -p var
+	@DEBUG=$${DEBUG:-1} $(UV) run python manage.py migrate --no-input -v 0
+	@DEBUG=$${DEBUG:-1} $(UV) run python scripts/run_all.py
+
+test: install services lint
+	@$(MAKE) --no-print-directory test-postgres
+	@$(MAKE) --no-print-directory test-sqlite-smoke
+
+services:
+	@bash scripts/ensure_services.sh
+
+lint:
+	@$(UV) run ruff check .
+	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run python manage.py makemigrations --check --dry-run -v 0
+
+test-postgres:
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
+		$(UV) run pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+test-sqlite-smoke:
+	DATABASE_URL=sqlite:///$(CURDIR)/var/smoke.sqlite3 REDIS_URL= VAR_DIR=$(CURDIR)/var/smoke \
+		$(UV) run pytest -m smoke $(PYTEST_ARGS)
+
+bench: install
+	$(UV) run python benchmarks/api_lists.py

@@ -1,0 +1,27 @@
+"""Both path forms of contract section 4: `/v1/<path>` and `/v1/agents/{agentId}/<path>`."""
+
+from typing import NamedTuple
+
+from django.urls import URLPattern, path
+
+
+class Route(NamedTuple):
+    route: str
+    view: object
+    name: str
+
+
+def both_forms(routes: list[Route]) -> list[URLPattern]:
+    patterns = []
+    for route in routes:
+        patterns.append(path(route.route, route.view, name=route.name))
+        patterns.append(
+            path(f"agents/<str:agent_id>/{route.route}", route.view, name=f"agent-{route.name}")
+        )
+    return patterns
+
+
+def agent_form_only(routes: list[Route]) -> list[URLPattern]:
+    return [
+        path(f"agents/<str:agent_id>/{r.route}", r.view, name=f"agent-{r.name}") for r in routes
+    ]

@@ -1,0 +1,64 @@
+"""Strict input validation and the shared output shapes of the API platform.
+
+Input serializers refuse unknown keys and coerce nothing: `"true"` is not a boolean and
+`"24"` is not an integer. Output is built by plain functions; the `...Out` serializers here
+only describe it for the OpenAPI document.
+"""
+
+from rest_framework import serializers
+
+from apps.common.errors import ERROR_NAMES
+
+
+class StrictSerializer(serializers.Serializer):
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                {"non_field_errors": ["The body must be a JSON object."]}
+            )
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {unknown[0]: [f"Unknown field; allowed fields: {', '.join(self.fields)}."]}
+            )
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("Must be a JSON boolean (true or false).")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("Must be a JSON integer.")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a JSON string.")
+        return super().to_internal_value(data)
+
+
+class ErrorOut(serializers.Serializer):
+    name = serializers.ChoiceField(choices=ERROR_NAMES)
+    message = serializers.CharField()
+
+
+def list_envelope(item_serializer, name: str):
+    """An OpenAPI-only serializer for the list envelope of contract 2.1."""
+    return type(
+        name,
+        (serializers.Serializer,),
+        {
+            "object": serializers.ChoiceField(choices=["list"]),
+            "data": item_serializer(many=True),
+            "has_more": serializers.BooleanField(),
+            "next_cursor": serializers.CharField(allow_null=True),
+        },
+    )

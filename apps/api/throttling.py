@@ -1,0 +1,41 @@
+"""Per-key rate limiting on a shared counter (Redis, or memory on the embedded default).
+
+The `limits` moving window gives the reset time that `Retry-After` needs, and unlike DRF's
+cache throttles it does not race between processes.
+"""
+
+import logging
+import time
+from functools import cache
+
+from django.conf import settings
+from limits import parse
+from limits.storage import storage_from_string
+from limits.strategies import MovingWindowRateLimiter
+from rest_framework.throttling import BaseThrottle
+
+from apps.common.errors import RateLimited
+
+logger = logging.getLogger("apps.api")
+
+
+@cache
+def _limiter(storage_url: str) -> MovingWindowRateLimiter:
+    return MovingWindowRateLimiter(storage_from_string(storage_url))
+
+
+class ApiKeyRateThrottle(BaseThrottle):
+    def allow_request(self, request, view) -> bool:
+        key = request.auth
+        if key is None:
+            return True
+        limit = parse(settings.API_RATE_LIMIT)
+        limiter = _limiter(settings.RATE_LIMIT_STORAGE_URL)
+        try:
+            if limiter.hit(limit, "api-key", key.pk):
+                return True
+            stats = limiter.get_window_stats(limit, "api-key", key.pk)
+        except Exception:  # noqa: BLE001 - the counter's store being down must not stop the API
+            logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
+            return True
+        raise RateLimited(int(stats.reset_time - time.time()) + 1)

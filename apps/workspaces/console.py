@@ -1,0 +1,72 @@
+"""What every console page needs: the signed-in member, their Agents and the current one.
+
+`console_view` wraps a page view: it requires a login, picks the current Agent (kept in the
+session, switchable), and sets `request.agent`, `request.workspace`, `request.membership` and
+`request.is_owner`. `owner_required=True` pages answer members with 403.
+"""
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import NoReverseMatch, reverse
+
+from apps.workspaces.models import Membership
+from apps.workspaces.selectors import agent_list_for_user
+
+SESSION_AGENT_KEY = "console_agent_id"
+
+# The console's navigation. Entries whose page is not installed are left out.
+NAVIGATION = (
+    ("Overview", "activity:overview", "overview"),
+    ("Conversations", "activity:conversation_list", "conversations"),
+    ("Users", "activity:user_list", "users"),
+    ("Runs", "activity:run_list", "runs"),
+    ("Knowledge", "knowledge:document_list", "knowledge"),
+    ("Webhooks", "webhooks:webhook_detail", "webhooks"),
+    ("API keys", "workspaces:api_key_list", "api_keys"),
+)
+
+
+def navigation() -> list[dict]:
+    items = []
+    for label, url_name, section in NAVIGATION:
+        try:
+            items.append({"label": label, "url": reverse(url_name), "section": section})
+        except NoReverseMatch:
+            continue
+    return items
+
+
+def _attach_agent(request: HttpRequest) -> bool:
+    agents = list(agent_list_for_user(user=request.user))
+    request.console_agents = agents
+    if not agents:
+        return False
+    wanted = request.session.get(SESSION_AGENT_KEY)
+    agent = next((a for a in agents if a.pk == wanted), agents[0])
+    request.session[SESSION_AGENT_KEY] = agent.pk
+    request.agent = agent
+    request.workspace = agent.workspace
+    request.membership = Membership.objects.get(workspace=agent.workspace, user=request.user)
+    request.is_owner = request.membership.is_owner
+    return True
+
+
+def console_view(view: Callable | None = None, *, owner_required: bool = False):
+    def decorator(func: Callable) -> Callable:
+        @login_required
+        @wraps(func)
+        def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if not _attach_agent(request):
+                return render(request, "workspaces/no_agent.html", status=403)
+            if owner_required and not request.is_owner:
+                raise PermissionDenied("Only workspace owners can use this page.")
+            return func(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator(view) if view is not None else decorator

@@ -1,0 +1,43 @@
+import orjson
+from django.core.management.base import BaseCommand
+
+from apps.workspaces.services import demo_seed
+
+DEMO_EMAIL = "owner@demo.example"
+DEMO_PASSWORD = "demo-owner-password"
+
+
+class Command(BaseCommand):
+    help = "Create (idempotently) the demo workspace, its owner, one Agent and a full-scope key."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--json", action="store_true", help="Print one JSON object.")
+
+    def handle(self, *args, **options) -> None:
+        demo = demo_seed(email=DEMO_EMAIL, password=DEMO_PASSWORD)
+        seeded = self._seed_activity(demo["agent"])
+        result = {
+            "workspace_id": demo["workspace"].pk,
+            "agent_id": demo["agent"].pk,
+            "owner_email": DEMO_EMAIL,
+            "owner_password": DEMO_PASSWORD,
+            "api_key": demo["raw_key"],
+        }
+        if options["json"]:
+            self.stdout.write(orjson.dumps(result).decode())
+            return
+        self.stdout.write(self.style.SUCCESS("Demo workspace ready."))
+        self.stdout.write(f"  Workspace  {result['workspace_id']}")
+        self.stdout.write(f"  Agent      {result['agent_id']}")
+        self.stdout.write(f"  Owner      {DEMO_EMAIL} / {DEMO_PASSWORD}")
+        self.stdout.write(f"  API key    {result['api_key']}  (shown once; full scope)")
+        if seeded:
+            self.stdout.write(f"  Activity   {seeded}")
+
+    def _seed_activity(self, agent) -> str | None:
+        """Fill the demo Agent with realistic activity when the activity app provides it."""
+        try:
+            from apps.activity.demo import activity_seed_demo
+        except ImportError:
+            return None
+        return activity_seed_demo(agent=agent)

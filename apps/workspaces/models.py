@@ -1,0 +1,85 @@
+from django.conf import settings
+from django.db import models
+
+from apps.common.ids import id_factory
+
+
+class Workspace(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=id_factory("ws"), editable=False)
+    name = models.CharField(max_length=120)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "user"], name="membership_unique_user"),
+        ]
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == self.Role.OWNER
+
+
+class Agent(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        ARCHIVED = "archived", "Archived"
+
+    id = models.CharField(
+        primary_key=True, max_length=40, default=id_factory("agt"), editable=False
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=120)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    id = models.CharField(
+        primary_key=True, max_length=40, default=id_factory("key"), editable=False
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=120)
+    # Public part of the key, shown in lists and logs; unique so authentication is one lookup.
+    lookup_id = models.CharField(max_length=24, unique=True)
+    # SHA-256 of the secret part. Secrets are 256-bit random, so a fast hash is enough.
+    secret_hash = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The API keys page: an Agent's keys, newest first.
+            models.Index(fields=["agent", "-created_at"], name="apikey_agent_created"),
+        ]
+
+    @property
+    def prefix(self) -> str:
+        return f"{settings.API_KEY_PREFIX}_{self.lookup_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

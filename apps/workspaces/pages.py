@@ -1,0 +1,105 @@
+"""Console pages of the workspaces app: sign-in, Agent switcher, API keys."""
+
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from apps.common.errors import ServiceError
+from apps.workspaces.console import SESSION_AGENT_KEY, console_view
+from apps.workspaces.forms import ApiKeyCreateForm
+from apps.workspaces.scopes import ALL_SCOPES, OWNER_SCOPES
+from apps.workspaces.selectors import agent_list_for_user, api_key_list
+from apps.workspaces.services import api_key_create, api_key_revoke
+
+NEW_KEY_SESSION_KEY = "console_new_api_key"
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "workspaces/login.html"
+    redirect_authenticated_user = True
+
+
+@require_POST
+@console_view
+def agent_switch(request: HttpRequest) -> HttpResponse:
+    agent_id = request.POST.get("agent_id", "")
+    if agent_list_for_user(user=request.user).filter(pk=agent_id).exists():
+        request.session[SESSION_AGENT_KEY] = agent_id
+    next_url = request.POST.get("next") or reverse("home")
+    if not next_url.startswith("/") or next_url.startswith("//"):
+        next_url = "/"
+    return redirect(next_url)
+
+
+def _api_key_page(
+    request: HttpRequest, form: ApiKeyCreateForm, *, status: int = 200
+) -> HttpResponse:
+    return render(
+        request,
+        "workspaces/api_key_list.html",
+        {
+            "section": "api_keys",
+            "form": form,
+            "keys": api_key_list(agent=request.agent),
+            "scope_descriptions": ALL_SCOPES,
+            "owner_scopes": OWNER_SCOPES,
+            "new_key": request.session.pop(NEW_KEY_SESSION_KEY, None),
+        },
+        status=status,
+    )
+
+
+@console_view
+def api_key_list_page(request: HttpRequest) -> HttpResponse:
+    form = ApiKeyCreateForm(initial={"scopes": ApiKeyCreateForm.default_scopes()})
+    return _api_key_page(request, form)
+
+
+@require_POST
+@console_view
+def api_key_create_page(request: HttpRequest) -> HttpResponse:
+    form = ApiKeyCreateForm(request.POST)
+    if form.is_valid():
+        needs_owner = sorted(set(form.cleaned_data["scopes"]) & OWNER_SCOPES)
+        if needs_owner and not request.is_owner:
+            form.add_error("scopes", f"Only workspace owners can grant: {', '.join(needs_owner)}.")
+        else:
+            try:
+                key, raw = api_key_create(
+                    agent=request.agent,
+                    name=form.cleaned_data["name"],
+                    scopes=form.cleaned_data["scopes"],
+                    created_by=request.user,
+                )
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+            else:
+                # Shown once on the next page view, then gone from the session for good.
+                request.session[NEW_KEY_SESSION_KEY] = {"name": key.name, "key": raw}
+                return redirect("workspaces:api_key_list")
+    return _api_key_page(request, form, status=400)
+
+
+@require_POST
+@console_view
+def api_key_revoke_page(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = api_key_list(agent=request.agent).filter(pk=key_id).first()
+    if key is not None and not request.is_owner and key.created_by_id != request.user.pk:
+        messages.error(request, "Only owners can revoke keys created by someone else.")
+    else:
+        try:
+            key = api_key_revoke(agent=request.agent, key_id=key_id)
+            messages.success(request, f"Revoked “{key.name}”. It stopped working immediately.")
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+    if request.htmx and key is not None:
+        key.refresh_from_db()
+        return render(
+            request,
+            "workspaces/api_key_list.html#api-key-row",
+            {"key": key, "is_owner": request.is_owner},
+        )
+    return redirect("workspaces:api_key_list")

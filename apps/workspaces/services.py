@@ -1,0 +1,140 @@
+"""Writes for workspaces, memberships, Agents and API keys."""
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.common.errors import BadRequest, Conflict, NotFound, Unauthorized
+from apps.workspaces.models import Agent, ApiKey, Membership, Workspace
+from apps.workspaces.scopes import parse_scopes
+
+LOOKUP_ID_LENGTH = 12
+LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+
+def workspace_create(*, name: str, owner) -> Workspace:
+    with transaction.atomic():
+        workspace = Workspace.objects.create(name=name)
+        Membership.objects.create(workspace=workspace, user=owner, role=Membership.Role.OWNER)
+    return workspace
+
+
+def membership_set(*, workspace: Workspace, user, role: str) -> Membership:
+    membership, _ = Membership.objects.update_or_create(
+        workspace=workspace, user=user, defaults={"role": role}
+    )
+    return membership
+
+
+def agent_create(*, workspace: Workspace, name: str) -> Agent:
+    return Agent.objects.create(workspace=workspace, name=name)
+
+
+def _hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def api_key_create(
+    *, agent: Agent, name: str, scopes: list[str] | str, created_by=None
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its full secret, which is never retrievable again."""
+    name = (name or "").strip()
+    if not name or len(name) > 120:
+        raise BadRequest("name: give the key a name of 1 to 120 characters.")
+    try:
+        scope_list = parse_scopes(scopes)
+    except ValueError as exc:
+        raise BadRequest(f"scopes: {exc}") from None
+    lookup_id = secrets.token_hex(LOOKUP_ID_LENGTH // 2)
+    secret = secrets.token_urlsafe(32)
+    key = ApiKey.objects.create(
+        agent=agent,
+        name=name,
+        lookup_id=lookup_id,
+        secret_hash=_hash_secret(secret),
+        scopes=scope_list,
+        created_by=created_by,
+    )
+    return key, f"{settings.API_KEY_PREFIX}_{lookup_id}{secret}"
+
+
+def api_key_revoke(*, agent: Agent, key_id: str) -> ApiKey:
+    key = ApiKey.objects.filter(agent=agent, pk=key_id).first()
+    if key is None:
+        raise NotFound("No such API key.")
+    if key.revoked_at is not None:
+        raise Conflict("This API key is already revoked.")
+    # Conditional update: two revocations racing leave one revoked_at.
+    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    key.refresh_from_db(fields=["revoked_at"])
+    return key
+
+
+def api_key_authenticate(*, raw_key: str) -> ApiKey:
+    """Find the active key a bearer token names, or raise Unauthorized."""
+    prefix = f"{settings.API_KEY_PREFIX}_"
+    if not raw_key.startswith(prefix) or len(raw_key) < len(prefix) + LOOKUP_ID_LENGTH + 20:
+        raise Unauthorized("The API key is malformed.")
+    body = raw_key[len(prefix) :]
+    lookup_id, secret = body[:LOOKUP_ID_LENGTH], body[LOOKUP_ID_LENGTH:]
+    key = (
+        ApiKey.objects.select_related("agent__workspace", "created_by")
+        .filter(lookup_id=lookup_id)
+        .first()
+    )
+    if key is None or not hmac.compare_digest(key.secret_hash, _hash_secret(secret)):
+        raise Unauthorized("The API key is not valid.")
+    if key.revoked_at is not None:
+        raise Unauthorized("The API key has been revoked.")
+    if key.agent.status != Agent.Status.ACTIVE:
+        raise Unauthorized("The API key's Agent is archived.")
+    _touch_last_used(key)
+    return key
+
+
+def _touch_last_used(key: ApiKey) -> None:
+    """Record use at most once a minute, so busy keys do not write on every request."""
+    now = timezone.now()
+    if key.last_used_at is not None and now - key.last_used_at < LAST_USED_GRANULARITY:
+        return
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_GRANULARITY)
+    ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+    key.last_used_at = now
+
+
+def demo_seed(*, email: str, password: str) -> dict:
+    """Idempotently create the demo owner, workspace, Agent and a fresh full-scope key."""
+    from apps.workspaces.scopes import ALL_SCOPES
+
+    user_model = get_user_model()
+    with transaction.atomic():
+        user, created = user_model.objects.get_or_create(
+            username=email, defaults={"email": email, "first_name": "Demo", "last_name": "Owner"}
+        )
+        if created or not user.check_password(password):
+            user.set_password(password)
+            user.save(update_fields=["password"])
+        membership = (
+            Membership.objects.select_related("workspace")
+            .filter(user=user, role=Membership.Role.OWNER, workspace__name="Demo workspace")
+            .first()
+        )
+        workspace = (
+            membership.workspace
+            if membership
+            else workspace_create(name="Demo workspace", owner=user)
+        )
+        agent = workspace.agents.filter(name="Support Agent").first() or agent_create(
+            workspace=workspace, name="Support Agent"
+        )
+        key, raw = api_key_create(
+            agent=agent, name="Demo full-scope key", scopes=list(ALL_SCOPES), created_by=user
+        )
+    return {"workspace": workspace, "agent": agent, "user": user, "key": key, "raw_key": raw}

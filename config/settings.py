@@ -1,0 +1,248 @@
+"""Settings for the Agent console: one module, driven by environment variables.
+
+Every variable is listed in the README with its default. With neither DATABASE_URL nor
+REDIS_URL set, the service runs on the embedded default: SQLite, an in-process cache and a
+Celery broker on the filesystem, so `make run` works on a bare laptop.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+_DEV_SECRET = "insecure-development-key-change-me-in-production-0123456789"
+SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET)
+if SECRET_KEY == _DEV_SECRET and not DEBUG and env_bool("REQUIRE_SECRET_KEY", False):
+    raise ImproperlyConfigured("SECRET_KEY must be set in production (REQUIRE_SECRET_KEY=1)")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
+    "apps.common",
+    "apps.api",
+    "apps.workspaces",
+    "apps.activity",
+    "apps.knowledge",
+    "apps.webhooks",
+]
+
+MIDDLEWARE = [
+    "apps.api.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "apps.api.middleware.ApiErrorMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "apps.workspaces.context_processors.console",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL and a busy timeout let web, worker and beat share the file on the embedded default.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
+        "DATABASE_CONNECT_TIMEOUT", 3, minimum=1
+    )
+IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: cache, rate limits, Celery broker ---------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+    RATE_LIMIT_STORAGE_URL = REDIS_URL
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    RATE_LIMIT_STORAGE_URL = "memory://"
+    _broker_dir = VAR_DIR / "broker"
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+
+# --- Celery ------------------------------------------------------------------------------
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180, minimum=1)
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+
+# --- API ---------------------------------------------------------------------------------
+API_RATE_LIMIT = env_str("API_RATE_LIMIT", "600/minute")
+API_KEY_PREFIX = "ack"
+API_MAX_JSON_BODY_BYTES = env_int("API_MAX_JSON_BODY_BYTES", 1024 * 1024, minimum=1024)
+API_MAX_INGEST_BODY_BYTES = env_int("API_MAX_INGEST_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
+KNOWLEDGE_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+# Multipart uploads stream to disk past this size instead of sitting in memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media")))
+MEDIA_URL = "/media/"
+
+# Test-only: lets URL fetches and webhook deliveries reach 127.0.0.1/::1 so tests can use a
+# local server. Private, link-local and metadata addresses stay refused even when it is on.
+NETGUARD_ALLOW_LOOPBACK = env_bool("NETGUARD_ALLOW_LOOPBACK_FOR_TESTS", False)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.HasScope"],
+    "DEFAULT_RENDERER_CLASSES": ["apps.api.rendering.OrjsonRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["apps.api.parsing.StrictJsonParser"],
+    "DEFAULT_THROTTLE_CLASSES": ["apps.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.rendering.FirstRendererNegotiation",
+    "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "apps.api.openapi.ScopedAutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_VERSIONING_CLASS": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Agent Activity and Knowledge Management API",
+    "DESCRIPTION": (
+        "Agent activity (users, conversations, messages, runs), knowledge documents and "
+        "webhook deliveries of one Agent. Operations marked `x-extension: true` extend the "
+        "published contract."
+    ),
+    "VERSION": "1.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/v1",
+    "SCHEMA_COERCE_PATH_PK_SUFFIX": False,
+    "TAGS": [
+        {"name": "Users"},
+        {"name": "Conversations"},
+        {"name": "Runs"},
+        {"name": "Knowledge"},
+        {"name": "Webhooks"},
+        {"name": "Connection"},
+        {"name": "Ingest"},
+    ],
+    "ENUM_NAME_OVERRIDES": {},
+    "DISABLE_ERRORS_AND_WARNINGS": True,
+}
+
+# --- Console -----------------------------------------------------------------------------
+LOGIN_URL = "workspaces:login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "workspaces:login"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if env_bool("STATIC_MANIFEST", False)
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+
+# --- Logging: one JSON line per request; keys never appear (see apps.api.middleware) -------
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "apps.api.logging.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        "django.server": {"level": "WARNING"},
+    },
+}
+
+# Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).
+CELERY_BEAT_SCHEDULE = {
+    "knowledge-refresh-due": {"task": "knowledge.refresh_due", "schedule": 60.0},
+    "knowledge-recover-stalled": {"task": "knowledge.recover_stalled", "schedule": 60.0},
+    "webhooks-dispatch-due": {"task": "webhooks.dispatch_due", "schedule": 5.0},
+}

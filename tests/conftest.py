@@ -1,0 +1,145 @@
+"""Shared fixtures: personas (owner, member, outsider), Agents, keys with chosen scopes, and
+an API client that speaks Bearer. App-specific factories live in tests/<app>/factories.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+import pytest
+from django.test import Client
+
+from apps.workspaces.models import Membership
+from apps.workspaces.scopes import ALL_SCOPES
+from tests.factories import (
+    agent_factory,
+    api_key_factory,
+    membership_factory,
+    user_factory,
+    workspace_factory,
+)
+
+
+@pytest.fixture
+def owner(db):
+    return user_factory(email="owner@example.com", first_name="Olive", last_name="Owner")
+
+
+@pytest.fixture
+def member(db, workspace):
+    user = user_factory(email="member@example.com", first_name="Mo", last_name="Member")
+    membership_factory(workspace=workspace, user=user, role=Membership.Role.MEMBER)
+    return user
+
+
+@pytest.fixture
+def workspace(db, owner):
+    return workspace_factory(name="Acme", owner=owner)
+
+
+@pytest.fixture
+def agent(db, workspace):
+    return agent_factory(workspace=workspace, name="Support Agent")
+
+
+@pytest.fixture
+def sibling_agent(db, workspace):
+    """Another Agent of the same workspace."""
+    return agent_factory(workspace=workspace, name="Sales Agent")
+
+
+@pytest.fixture
+def other_agent(db):
+    """An Agent of another workspace, with its own owner."""
+    outsider = user_factory(email="outsider@example.com")
+    return agent_factory(
+        workspace=workspace_factory(name="Other Co", owner=outsider), name="Theirs"
+    )
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    headers: dict
+    body: bytes
+
+    def json(self):
+        return orjson.loads(self.body)
+
+
+class ApiClient:
+    """A thin Bearer client over Django's test client; returns status, headers and body."""
+
+    def __init__(self, raw_key: str | None) -> None:
+        self.raw_key = raw_key
+        self.client = Client()
+
+    def _headers(self, extra: dict | None) -> dict:
+        headers = {}
+        if self.raw_key is not None:
+            headers["Authorization"] = f"Bearer {self.raw_key}"
+        headers.update(extra or {})
+        return headers
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json=None,
+        data=None,
+        content_type=None,
+        headers=None,
+        params=None,
+    ):
+        kwargs = {"headers": self._headers(headers)}
+        if json is not None:
+            kwargs["data"] = orjson.dumps(json)
+            kwargs["content_type"] = "application/json"
+        elif data is not None:
+            kwargs["data"] = data
+            if content_type:
+                kwargs["content_type"] = content_type
+        if params:
+            kwargs["QUERY_STRING"] = "&".join(f"{k}={v}" for k, v in params.items())
+        response = getattr(self.client, method.lower())(path, **kwargs)
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        return ApiResponse(status=response.status_code, headers=dict(response.headers), body=body)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.request("POST", path, **kw)
+
+    def patch(self, path, **kw):
+        return self.request("PATCH", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+
+@pytest.fixture
+def make_api(agent, owner):
+    """make_api(scopes=[...], agent=..., created_by=...) -> ApiClient with a fresh key."""
+
+    def make(scopes=None, *, for_agent=None, created_by=owner) -> ApiClient:
+        key, raw = api_key_factory(
+            agent=for_agent or agent, scopes=scopes or list(ALL_SCOPES), created_by=created_by
+        )
+        client = ApiClient(raw)
+        client.key = key
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api(make_api) -> ApiClient:
+    """A client with a full-scope key of `agent`, created by the owner."""
+    return make_api()
+
+
+@pytest.fixture
+def anonymous_api() -> ApiClient:
+    return ApiClient(None)
