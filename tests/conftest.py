@@ -143,3 +143,27 @@ def api(make_api) -> ApiClient:
 @pytest.fixture
 def anonymous_api() -> ApiClient:
     return ApiClient(None)
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings):
+    """A real `celery worker` process on the Redis broker; purges the queue first."""
+    from config.celery import app
+    from tests.workers import WorkerProcess
+
+    if not settings.REDIS_URL:
+        pytest.skip("a real worker needs Redis (REDIS_URL)")
+    app.control.purge()
+    worker = WorkerProcess(queues=app.conf.task_default_queue).start()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _celery_queue_per_test_process(worker_id):
+    """Each xdist process gets its own queue, so a worker started by one never runs tasks
+    meant for another process's test database."""
+    from config.celery import app
+
+    app.conf.task_default_queue = f"tests-{worker_id}"
+    yield

@@ -1,0 +1,26 @@
+"""Template helpers shared by every console page: `{% load console %}`."""
+
+from django import template
+
+from apps.common.markdown import render_markdown
+
+register = template.Library()
+
+
+@register.filter(name="markdown")
+def markdown_filter(text: str):
+    """Untrusted markdown to sanitized HTML."""
+    return render_markdown(text)
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context, **changes) -> str:
+    """The current query string with some parameters changed (None or "" removes one)."""
+    params = context["request"].GET.copy()
+    for key, value in changes.items():
+        if value in (None, ""):
+            params.pop(key, None)
+        else:
+            params[key] = value
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"

@@ -1,0 +1,92 @@
+"""A real Celery worker for tests whose behaviour is asynchronous.
+
+`celery_worker_process` starts `celery worker` as a separate process against the test
+database and the Redis broker, so a test can also kill it (SIGKILL) mid-task and start another.
+Tests that use it need `@pytest.mark.django_db(transaction=True)`: the worker only sees
+committed rows.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def worker_environment(**extra: str) -> dict[str, str]:
+    db = connection.settings_dict
+    env = dict(os.environ)
+    if settings.IS_POSTGRES:
+        env["DATABASE_URL"] = (
+            f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+        )
+    else:
+        env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
+    env["REDIS_URL"] = settings.REDIS_URL
+    env.update(extra)
+    return env
+
+
+class WorkerProcess:
+    def __init__(self, *, queues: str = "celery", concurrency: int = 1, **env: str) -> None:
+        self.queues = queues
+        self.concurrency = concurrency
+        self.env = worker_environment(**env)
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> WorkerProcess:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel=WARNING",
+                f"--concurrency={self.concurrency}",
+                "--pool=prefork",
+                "-Q",
+                self.queues,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
+        )
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker (main process and its pool children): no warm shutdown."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.2, message: str = ""):
+    """Poll until predicate() is truthy; return its value or fail with `message`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(message or f"condition not met within {timeout} s")
