@@ -165,5 +165,8 @@ def _celery_queue_per_test_process(worker_id):
     meant for another process's test database."""
     from config.celery import app
 
-    app.conf.task_default_queue = f"tests-{worker_id}"
+    from django.conf import settings
+
+    database = str(settings.DATABASES["default"]["NAME"]).rsplit("/", 1)[-1]
+    app.conf.task_default_queue = f"tests-{database}-{worker_id}"
     yield
