@@ -1,0 +1,212 @@
+"""Cut markdown into chunks for search, by headings first and by size second.
+
+* Every ATX (``## x``) or setext heading starts a section; a chunk's ``heading_path`` is the
+  headings that enclose it, outermost first, and its text starts with its own heading line.
+  Lines inside fenced code blocks are never headings.
+* A section with nothing but its heading gives no chunk: its title lives on in the
+  ``heading_path`` of the sections under it.
+* A section longer than ``max_chars`` is split between blocks (paragraphs, lists, tables, code
+  blocks), packing as many whole blocks per chunk as fit. A block that alone is too long is
+  split by lines (a table repeats its header row in each piece, a code block is re-fenced),
+  then by sentences, then at spaces.
+* Chunks are never empty and, except for a single unbreakable word, never over ``max_chars``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+@dataclass
+class Chunk:
+    heading_path: list[str]
+    text: str
+    position: int
+
+
+@dataclass
+class _Section:
+    heading_path: list[str]
+    lines: list[str] = field(default_factory=list)
+    has_body: bool = False
+
+
+def chunk_markdown(markdown: str, *, max_chars: int = 1800) -> list[Chunk]:
+    if max_chars < 50:
+        raise ValueError("max_chars must be at least 50")
+    chunks: list[Chunk] = []
+    for section in _sections(markdown.replace("\r\n", "\n").replace("\r", "\n")):
+        if not section.has_body:
+            continue
+        for text in _pack(_blocks(section.lines), max_chars):
+            chunks.append(Chunk(list(section.heading_path), text, len(chunks)))
+    return chunks
+
+
+def _sections(markdown: str) -> list[_Section]:
+    sections = [_Section([])]
+    stack: list[tuple[int, str]] = []
+    fence: str | None = None
+    lines = markdown.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        current = sections[-1]
+        fence_match = _FENCE.match(line)
+        if fence is not None or fence_match:
+            if fence is None:
+                fence = fence_match.group(1) if fence_match else None
+            elif fence_match and _closes(fence_match.group(1), fence):
+                fence = None
+            current.lines.append(line)
+            current.has_body = True
+            continue
+        heading = _atx_heading(line)
+        if heading is None and index < len(lines) and _starts_setext(line, lines[index], current):
+            heading = (1 if lines[index].strip()[0] == "=" else 2, line.strip())
+            index += 1  # the underline
+        if heading is not None:
+            level, title = heading
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            sections.append(_Section([t for _, t in stack], ["#" * level + " " + title]))
+            continue
+        current.lines.append(line)
+        if line.strip():
+            current.has_body = True
+    return sections
+
+
+def _closes(marker: str, fence: str) -> bool:
+    return marker[0] == fence[0] and len(marker) >= len(fence)
+
+
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    match = _ATX.match(line)
+    if match and (match.group(2) or "").strip():
+        return len(match.group(1)), (match.group(2) or "").strip()
+    return None
+
+
+def _starts_setext(line: str, next_line: str, current: _Section) -> bool:
+    """A one-line paragraph directly followed by === or --- (not a list, quote or table)."""
+    return bool(
+        _SETEXT.match(next_line)
+        and line.strip()
+        and not _TABLE_SEPARATOR.match(line)
+        and not line.lstrip().startswith(("|", "-", "*", "+", ">", "<!--"))
+        and (not current.lines or not current.lines[-1].strip())
+    )
+
+
+def _blocks(lines: list[str]) -> list[str]:
+    """Split a section into blocks at blank lines, keeping fenced code blocks whole."""
+    blocks: list[str] = []
+    current: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        fence_match = _FENCE.match(line)
+        if fence is None and fence_match:
+            fence = fence_match.group(1)
+        elif fence is not None and fence_match and fence_match.group(1)[0] == fence[0]:
+            fence = None
+        if fence is None and not line.strip():
+            if current:
+                blocks.append("\n".join(current))
+                current = []
+            continue
+        current.append(line)
+    if current:
+        blocks.append("\n".join(current))
+    return blocks
+
+
+def _pack(blocks: list[str], max_chars: int) -> list[str]:
+    pieces: list[str] = []
+    for block in blocks:
+        pieces.extend(_split_block(block, max_chars) if len(block) > max_chars else [block])
+    chunks: list[str] = []
+    current = ""
+    for piece in pieces:
+        if current and len(current) + 2 + len(piece) > max_chars:
+            chunks.append(current)
+            current = piece
+        else:
+            current = f"{current}\n\n{piece}" if current else piece
+    if current.strip():
+        chunks.append(current)
+    return [chunk for chunk in chunks if chunk.strip()]
+
+
+def _split_block(block: str, max_chars: int) -> list[str]:
+    lines = block.split("\n")
+    if len(lines) >= 2 and lines[0].lstrip().startswith("|") and _TABLE_SEPARATOR.match(lines[1]):
+        return _split_lines(lines[2:], max_chars, prefix=lines[:2])
+    fence = _FENCE.match(lines[0])
+    if fence and len(lines) >= 2:
+        closing = lines[-1] if _FENCE.match(lines[-1]) else fence.group(1)
+        body = lines[1:-1] if _FENCE.match(lines[-1]) else lines[1:]
+        return _split_lines(body, max_chars, prefix=[lines[0]], suffix=[closing])
+    return _split_lines(lines, max_chars)
+
+
+def _split_lines(
+    lines: list[str], max_chars: int, *, prefix: list[str] = (), suffix: list[str] = ()
+) -> list[str]:
+    """Pack lines into pieces under max_chars, each wrapped in prefix and suffix lines."""
+    frame = sum(len(line) + 1 for line in (*prefix, *suffix))
+    room = max(max_chars - frame, max_chars // 2)
+    units: list[str] = []
+    for line in lines:
+        units.extend(_split_long_line(line, room) if len(line) > room else [line])
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for unit in units:
+        if current and size + len(unit) + 1 > room:
+            pieces.append("\n".join([*prefix, *current, *suffix]))
+            current, size = [], 0
+        current.append(unit)
+        size += len(unit) + 1
+    if current:
+        pieces.append("\n".join([*prefix, *current, *suffix]))
+    return pieces
+
+
+def _split_long_line(line: str, room: int) -> list[str]:
+    """Split a line by sentences, then at spaces, then hard."""
+    parts: list[str] = []
+    current = ""
+    for sentence in _SENTENCE_END.split(line):
+        for word in _words(sentence, room):
+            joined = f"{current} {word}" if current else word
+            if len(joined) > room and current:
+                parts.append(current)
+                current = word
+            else:
+                current = joined
+    if current:
+        parts.append(current)
+    return parts
+
+
+def _words(sentence: str, room: int) -> list[str]:
+    if len(sentence) <= room:
+        return [sentence]
+    words: list[str] = []
+    for word in sentence.split(" "):
+        while len(word) > room:  # no space to break at (CJK text, long tokens)
+            words.append(word[:room])
+            word = word[room:]
+        if word:
+            words.append(word)
+    return words

@@ -1,0 +1,133 @@
+"""PDF with pypdf.
+
+Output: one ``## Page N`` section per page (N from 1), holding the page's text in pypdf's
+reading order, so every chunk knows its page. PDFs carry no reliable heading structure, so the
+page sections are the only headings. A page without text says so in italics.
+
+* Encrypted files are opened with the empty user password when that works (files that only
+  restrict copying or printing); otherwise extraction fails saying the PDF is password-protected.
+* A file where no page has text is a scan: it fails saying so, rather than indexing nothing.
+* Ligatures and Arabic presentation forms are normalised (see ``markdown.clean_text``), so
+  "ﬁnd" is found as "find". pypdf 5+ already emits right-to-left runs in logical order.
+* A page that pypdf cannot read is marked, and the other pages are kept.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+
+from pypdf import PdfReader
+from pypdf.errors import DependencyError, FileNotDecryptedError
+
+from .errors import ExtractionFailed
+from .markdown import clean_text, escape_text
+from .result import Extraction
+
+PASSWORD_PROTECTED = "This PDF is password-protected."
+SCANNED = "This PDF has no extractable text (it looks like a scanned image)."
+UNSUPPORTED_ENCRYPTION = "This PDF uses an encryption method we cannot open."
+NO_PAGES = "This PDF has no pages."
+NO_TEXT = "This PDF has no extractable text."
+
+# pypdf logs a warning for every repair it makes to a broken file; hostile uploads would flood
+# the worker's log with them. Real errors still surface as exceptions.
+logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+
+def extract_pdf(data: bytes) -> Extraction:
+    reader = PdfReader(io.BytesIO(data), strict=False)
+    if reader.is_encrypted:
+        _decrypt(reader)
+    try:
+        pages = reader.pages
+        page_count = len(pages)
+    except FileNotDecryptedError:
+        raise ExtractionFailed(PASSWORD_PROTECTED) from None
+    if page_count == 0:
+        raise ExtractionFailed(NO_PAGES)
+
+    sections = []
+    found_text = False
+    for number in range(page_count):
+        text = _page_text(reader, number)
+        if text is None:
+            body = "_This page could not be read._"
+        elif text:
+            found_text = True
+            body = escape_text(text)
+        else:
+            body = "_No text on this page._"
+        sections.append(f"## Page {number + 1}\n\n{body}")
+    if not found_text:
+        raise ExtractionFailed(SCANNED if _has_images(reader) else NO_TEXT)
+    return Extraction(
+        markdown="\n\n".join(sections) + "\n", page_count=page_count, title=_title(reader)
+    )
+
+
+def _decrypt(reader: PdfReader) -> None:
+    try:
+        opened = reader.decrypt("")
+    except (DependencyError, NotImplementedError):
+        raise ExtractionFailed(UNSUPPORTED_ENCRYPTION) from None
+    if not opened:
+        raise ExtractionFailed(PASSWORD_PROTECTED)
+
+
+def _page_text(reader: PdfReader, number: int) -> str | None:
+    """The page's cleaned text, "" for a page without text, None when it cannot be read."""
+    try:
+        raw = reader.pages[number].extract_text()
+    except FileNotDecryptedError:
+        raise ExtractionFailed(PASSWORD_PROTECTED) from None
+    except MemoryError:
+        raise
+    except Exception:
+        # One broken content stream should not lose the rest of the document.
+        return None
+    lines = [line.rstrip() for line in clean_text(raw or "").split("\n")]
+    return "\n".join(lines).strip("\n")
+
+
+def _has_images(reader: PdfReader) -> bool:
+    """Whether any page draws an image (directly or in a form), i.e. looks scanned."""
+    try:
+        for page in reader.pages:
+            if _xobjects_have_image(page.get("/Resources"), depth=0):
+                return True
+    except Exception:
+        return False
+    return False
+
+
+def _xobjects_have_image(resources: object, *, depth: int) -> bool:
+    resources = resources.get_object() if hasattr(resources, "get_object") else resources
+    if not isinstance(resources, dict) or depth > 3:
+        return False
+    xobjects = resources.get("/XObject")
+    xobjects = xobjects.get_object() if hasattr(xobjects, "get_object") else xobjects
+    if not isinstance(xobjects, dict):
+        return False
+    for reference in xobjects.values():
+        xobject = reference.get_object() if hasattr(reference, "get_object") else reference
+        if not isinstance(xobject, dict):
+            continue
+        if xobject.get("/Subtype") == "/Image":
+            return True
+        if xobject.get("/Subtype") == "/Form" and _xobjects_have_image(
+            xobject.get("/Resources"), depth=depth + 1
+        ):
+            return True
+    return False
+
+
+def _title(reader: PdfReader) -> str | None:
+    try:
+        title = reader.metadata.title if reader.metadata else None
+    except Exception:
+        return None
+    if not isinstance(title, str):
+        return None
+    title = " ".join(clean_text(title).split())
+    return title[:300] or None
