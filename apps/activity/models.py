@@ -1,1 +1,184 @@
-from django.db import models  # noqa: F401
+# ruff: noqa: DJ001 - the contract tells null ("not recorded") from "" apart, so strings are nullable.
+"""What an Agent runtime observes: end users, conversations, their messages and model runs.
+
+Ids come from the runtime (recording is idempotent by id) and are kept as the primary key;
+records without one get a time-ordered id such as `run_01J...`. Every row carries its Agent,
+and every list is served by an index that starts with it (or with the conversation), so a
+page is one index range scan at any depth.
+"""
+
+from django.db import models
+
+from apps.common.ids import id_factory
+
+ID_MAX_LENGTH = 64
+
+
+class RunStatus(models.TextChoices):
+    STREAMING = "streaming", "Streaming"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    ABORTED = "aborted", "Aborted"
+
+
+END_STATES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.ABORTED})
+
+
+class EndUser(models.Model):
+    """A person observed by the Agent: the contract's `user` resource."""
+
+    class IdentityType(models.TextChoices):
+        ANONYMOUS = "anonymous", "Anonymous"
+        USER = "user", "User"
+        PREVIEW = "preview", "Preview"
+        UNKNOWN = "unknown", "Unknown"
+
+    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("usr"))
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    identity_type = models.CharField(
+        max_length=20, choices=IdentityType.choices, default=IdentityType.UNKNOWN
+    )
+    display_name = models.CharField(max_length=255, null=True, blank=True)
+    email = models.CharField(max_length=320, null=True, blank=True)
+    avatar_url = models.CharField(max_length=2048, null=True, blank=True)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # GET /v1/users and the Users page: an Agent's users, most recently seen first.
+            models.Index(fields=["agent", "-last_seen_at", "-id"], name="enduser_agent_seen"),
+        ]
+        constraints = [
+            # Recording upserts by external id: at most one user per external id and Agent.
+            models.UniqueConstraint(
+                fields=["agent", "external_id"],
+                condition=models.Q(external_id__isnull=False),
+                name="enduser_unique_external_id",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name or self.email or self.external_id or self.id
+
+
+class Conversation(models.Model):
+    class Source(models.TextChoices):
+        EMBED = "embed", "Embed"
+        PREVIEW = "preview", "Preview"
+
+    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("conv"))
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(
+        EndUser, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations"
+    )
+    title = models.CharField(max_length=500, null=True, blank=True)
+    status = models.CharField(max_length=12, choices=RunStatus.choices, null=True, blank=True)
+    source = models.CharField(max_length=12, choices=Source.choices, null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # GET /v1/conversations and the Conversations page: most recently updated first.
+            models.Index(fields=["agent", "-updated_at", "-id"], name="conv_agent_updated"),
+            # ?user_id= on the list, and a user's page: that user's conversations.
+            models.Index(fields=["agent", "user", "-updated_at", "-id"], name="conv_agent_user"),
+            # ?status= on the list.
+            models.Index(
+                fields=["agent", "status", "-updated_at", "-id"], name="conv_agent_status"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        SYSTEM = "system", "System"
+
+    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("msg"))
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices)
+    # AI SDK UIMessage parts, stored exactly as the runtime sent them.
+    parts = models.JSONField(default=list)
+    source_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # GET /v1/conversations/{id}/messages and the transcript: oldest first.
+            models.Index(fields=["conversation", "created_at", "id"], name="msg_conv_created"),
+        ]
+
+
+class Run(models.Model):
+    Status = RunStatus
+
+    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("run"))
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    user = models.ForeignKey(
+        EndUser, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    request_id = models.CharField(max_length=255)
+    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.STREAMING)
+    model_id = models.CharField(max_length=255, null=True, blank=True)
+    effort = models.CharField(max_length=64, null=True, blank=True)
+    sdk_version = models.CharField(max_length=64)
+    protocol_version = models.PositiveIntegerField(default=1)
+    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    total_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    credits_charged = models.FloatField(null=True, blank=True)
+    tool_names = models.JSONField(default=list)
+    failed_tool_names = models.JSONField(default=list)
+    component_kinds = models.JSONField(default=list)
+    error_code = models.CharField(max_length=255, null=True, blank=True)
+    first_chunk_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    total_turn_latency_ms = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # GET /v1/runs, the Runs page and the Overview's date range: newest first.
+            models.Index(fields=["agent", "-created_at", "-id"], name="run_agent_created"),
+            # ?conversation_id= on the list, and the runs beside a transcript.
+            models.Index(
+                fields=["agent", "conversation", "-created_at", "-id"], name="run_agent_conv"
+            ),
+            # ?status= on the list (for example every failed run).
+            models.Index(fields=["agent", "status", "-created_at", "-id"], name="run_agent_status"),
+            # ?user_id= on the list and a user's page.
+            models.Index(fields=["agent", "user", "-created_at", "-id"], name="run_agent_user"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(credits_charged__isnull=True) | models.Q(credits_charged__gte=0),
+                name="run_credits_non_negative",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(total_turn_latency_ms__isnull=True)
+                | models.Q(total_turn_latency_ms__gte=0),
+                name="run_latency_non_negative",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(protocol_version__gte=1), name="run_protocol_version_min_1"
+            ),
+        ]
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in END_STATES
