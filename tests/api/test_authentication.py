@@ -64,21 +64,6 @@ def test_key_is_stored_hashed_only(api):
     assert api.raw_key.startswith(f"ack_{stored.lookup_id}")
 
 
-def test_missing_scope_is_insufficient_scope_naming_it(make_api):
-    client = make_api(["users:read"])
-    response = client.get(f"/v1/agents/{client.key.agent_id}/webhook")
-    if response.status == 404:  # webhooks app not installed yet in this build
-        pytest.skip("webhook routes not present")
-    assert response.status == 403
-    body = response.json()
-    assert body["name"] == "insufficient_scope"
-    assert "webhooks:read" in body["message"]
-    challenge = response.headers["WWW-Authenticate"]
-    assert challenge.startswith('Bearer realm="agent-console"')
-    assert 'error="insufficient_scope"' in challenge
-    assert 'scope="webhooks:read"' in challenge
-
-
 def test_last_used_at_is_written_at_most_once_a_minute(api, time_machine):
     time_machine.move_to("2026-01-01T10:00:00Z", tick=False)
     api.get("/v1/connection")

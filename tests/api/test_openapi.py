@@ -1,0 +1,110 @@
+"""The OpenAPI document: valid, complete, and true to what the service answers.
+
+schemathesis fuzzes every operation that exists (it reads the document, so operations added
+later are covered without touching this file) and asserts no 5xx and responses that match.
+"""
+
+import pytest
+import schemathesis
+from django.test import Client
+from hypothesis import HealthCheck, settings
+from openapi_spec_validator import validate
+
+from apps.workspaces.scopes import ALL_SCOPES
+
+pytestmark = pytest.mark.django_db
+
+
+def fetch_document() -> dict:
+    response = Client().get("/v1/openapi.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+@pytest.fixture
+def openapi_document(db) -> dict:
+    return fetch_document()
+
+
+def test_document_is_valid_openapi_3_with_contract_version(openapi_document):
+    validate(openapi_document)
+    assert openapi_document["openapi"].startswith("3.")
+    assert openapi_document["info"]["version"] == "1.1.0"
+    schemes = openapi_document["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schemes["bearerAuth"]["description"],
+    }
+
+
+def test_every_operation_declares_scope_security_and_errors(openapi_document):
+    operations = [
+        (path, method, op)
+        for path, item in openapi_document["paths"].items()
+        for method, op in item.items()
+        if method in {"get", "post", "patch", "put", "delete"}
+    ]
+    assert operations
+    for path, method, op in operations:
+        where = f"{method.upper()} {path}"
+        assert op.get("security") == [{"bearerAuth": []}], where
+        for status in ("400", "401", "403", "429", "500", "503"):
+            assert status in op["responses"], f"{where} lacks {status}"
+        scope = op.get("x-required-scope")
+        if path.endswith("/connection"):
+            assert scope is None
+        else:
+            assert scope in ALL_SCOPES, where
+        assert "Retry-After" in op["responses"]["429"]["headers"], where
+
+
+def test_docs_page_is_served_with_local_assets(client):
+    response = client.get("/v1/docs")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "/static/drf_spectacular_sidecar/" in html
+    assert "cdn" not in html.lower()
+
+
+@pytest.fixture
+def fuzz_key(make_api, settings):
+    settings.API_RATE_LIMIT = "100000/minute"
+    return make_api()
+
+
+schema = schemathesis.from_pytest_fixture("fuzz_schema")
+
+
+@pytest.fixture
+def fuzz_schema(db):
+    return schemathesis.from_dict(fetch_document(), base_url="/v1/..", app=None)
+
+
+@schema.parametrize()
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_fuzz_every_operation(case, fuzz_key):
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    from config.wsgi import application
+
+    case.headers = {**(case.headers or {}), "Authorization": f"Bearer {fuzz_key.raw_key}"}
+    response = case.call_wsgi(app=application)
+    case.validate_response(
+        response,
+        checks=(
+            not_a_server_error,
+            status_code_conformance,
+            content_type_conformance,
+            response_schema_conformance,
+        ),
+    )
