@@ -10,9 +10,11 @@ that into markdown, so tables go through ``markdown_table`` like every other for
 * a data table becomes a markdown table; a layout table (tables inside it, or a single
   column) is read as blocks, cell by cell.
 
-When trafilatura finds nothing, or keeps little of a short page (datasheets laid out with
-tables, pages of a few lines), the whole ``<body>`` is rendered instead, with scripts, styles,
-templates and other non-text elements removed.
+A short page (under ``SHORT_PAGE_CHARS`` of visible text: datasheets laid out with tables,
+pages of a few lines) has little chrome to remove and is where trafilatura's heuristics are
+weakest (it may drop the page's one table, or flatten it to lines), so it is rendered whole; so
+is a page where trafilatura finds nothing. "Whole" means the ``<body>`` with scripts, styles,
+templates, forms' controls and other non-text elements removed.
 """
 
 from __future__ import annotations
@@ -45,8 +47,6 @@ _BLOCKS |= {"dt", "dd", "body", "html", "hgroup", "caption", "legend", "tbody", 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _SAFE_LINK = re.compile(r"^(https?|mailto):", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
-# Fallback when trafilatura keeps less than this share of a page shorter than SHORT_PAGE.
-MIN_KEPT_SHARE = 0.5
 SHORT_PAGE_CHARS = 5_000
 
 
@@ -77,11 +77,7 @@ def extract_html(data: bytes, *, source_url: str | None = None) -> Extraction:
 
 
 def _keeps_enough(main_text: str, full_text: str) -> bool:
-    if not main_text:
-        return False
-    if len(full_text) >= SHORT_PAGE_CHARS:
-        return True
-    return len(main_text) >= MIN_KEPT_SHARE * len(full_text)
+    return bool(main_text) and len(full_text) >= SHORT_PAGE_CHARS
 
 
 def _parse(text: str) -> etree._Element | None:

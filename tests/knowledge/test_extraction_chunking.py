@@ -1,0 +1,124 @@
+"""chunk_markdown: sections by heading, then size; never empty, never over max_chars."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.knowledge.extraction import chunk_markdown
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+def test_chunks_follow_headings_with_their_enclosing_path() -> None:
+    markdown = (
+        "Preamble before any heading.\n\n"
+        "# Guide\n\nIntro to the guide.\n\n"
+        "## Install\n\nRun the installer.\n\n"
+        "### Linux\n\nUse the package.\n\n"
+        "## Use\n\nOpen the app.\n"
+    )
+    chunks = chunk_markdown(markdown)
+    assert [(c.heading_path, c.text) for c in chunks] == [
+        ([], "Preamble before any heading."),
+        (["Guide"], "# Guide\n\nIntro to the guide."),
+        (["Guide", "Install"], "## Install\n\nRun the installer."),
+        (["Guide", "Install", "Linux"], "### Linux\n\nUse the package."),
+        (["Guide", "Use"], "## Use\n\nOpen the app."),
+    ]
+    assert [c.position for c in chunks] == [0, 1, 2, 3, 4]
+
+
+def test_a_heading_without_body_gives_no_chunk_but_stays_in_the_path() -> None:
+    chunks = chunk_markdown("# Title\n\n## Part\n\nText of the part.\n\n## Empty\n\n")
+    assert [(c.heading_path, c.text) for c in chunks] == [
+        (["Title", "Part"], "## Part\n\nText of the part.")
+    ]
+
+
+def test_no_empty_chunks_from_blank_input() -> None:
+    assert chunk_markdown("") == []
+    assert chunk_markdown("\n\n   \n") == []
+    assert chunk_markdown("# Only a heading\n") == []
+
+
+def test_long_section_splits_on_paragraph_boundaries_under_max_chars() -> None:
+    paragraphs = [f"Paragraph {i} " + "word " * 40 for i in range(30)]
+    markdown = "## Long\n\n" + "\n\n".join(p.strip() for p in paragraphs)
+    chunks = chunk_markdown(markdown, max_chars=600)
+    assert len(chunks) > 5
+    assert all(len(c.text) <= 600 for c in chunks)
+    assert all(c.heading_path == ["Long"] for c in chunks)
+    # Every paragraph sits whole in one chunk, and nothing is lost or repeated.
+    for paragraph in paragraphs:
+        assert sum(paragraph.strip() in c.text for c in chunks) == 1
+    assert words(" ".join(c.text for c in chunks)) == words(markdown)
+
+
+def test_a_table_that_fits_stays_whole() -> None:
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * 2} |" for i in range(20))
+    markdown = "## Data\n\n" + "x " * 300 + "\n\n" + table + "\n\nAfter the table."
+    chunks = chunk_markdown(markdown, max_chars=700)
+    assert sum(table in c.text for c in chunks) == 1
+
+
+def test_a_table_too_long_is_split_by_rows_repeating_its_header() -> None:
+    rows = [f"| row {i} | value {i} |" for i in range(200)]
+    table = "| name | value |\n|---|---|\n" + "\n".join(rows)
+    chunks = chunk_markdown(table, max_chars=500)
+    assert len(chunks) > 5
+    for chunk in chunks:
+        assert chunk.text.startswith("| name | value |\n|---|---|\n")
+        assert len(chunk.text) <= 500
+    found = [line for c in chunks for line in c.text.split("\n")[2:]]
+    assert found == rows
+
+
+def test_hashes_inside_code_blocks_are_not_headings() -> None:
+    markdown = "# Setup\n\n```bash\n# install it\npip install x\n```\n\nDone.\n"
+    chunks = chunk_markdown(markdown)
+    assert len(chunks) == 1
+    assert chunks[0].heading_path == ["Setup"]
+    assert "# install it" in chunks[0].text
+
+
+def test_a_long_code_block_is_split_and_each_piece_is_fenced() -> None:
+    code = "\n".join(f"print({i})" for i in range(300))
+    chunks = chunk_markdown(f"```python\n{code}\n```", max_chars=400)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert chunk.text.startswith("```python\n") and chunk.text.endswith("\n```")
+        assert len(chunk.text) <= 400
+
+
+def test_setext_headings_are_headings() -> None:
+    chunks = chunk_markdown("Title\n=====\n\nIntro.\n\nPart\n----\n\nBody.\n")
+    assert [(c.heading_path, c.text) for c in chunks] == [
+        (["Title"], "# Title\n\nIntro."),
+        (["Title", "Part"], "## Part\n\nBody."),
+    ]
+
+
+def test_a_line_without_spaces_is_cut_hard() -> None:
+    text = "人人生而自由，在尊严和权利上一律平等。" * 200
+    chunks = chunk_markdown(text, max_chars=300)
+    assert all(0 < len(c.text) <= 300 for c in chunks)
+    assert "".join(c.text for c in chunks) == text
+
+
+def test_long_sentences_split_at_sentence_ends_first() -> None:
+    sentences = [f"Sentence number {i} says something useful." for i in range(100)]
+    chunks = chunk_markdown(" ".join(sentences), max_chars=300)
+    assert all(len(c.text) <= 300 for c in chunks)
+    assert all(c.text.endswith(".") for c in chunks)
+
+
+def test_page_sections_of_a_pdf_become_chunk_paths() -> None:
+    chunks = chunk_markdown("## Page 1\n\nFirst page text.\n\n## Page 2\n\nSecond page text.\n")
+    assert [c.heading_path for c in chunks] == [["Page 1"], ["Page 2"]]
+
+
+def test_max_chars_must_leave_room_for_text() -> None:
+    with pytest.raises(ValueError):
+        chunk_markdown("text", max_chars=10)
