@@ -163,9 +163,9 @@ def celery_worker_process(transactional_db, settings):
 def _celery_queue_per_test_process(worker_id):
     """Each xdist process gets its own queue, so a worker started by one never runs tasks
     meant for another process's test database."""
-    from config.celery import app
-
     from django.conf import settings
+
+    from config.celery import app
 
     database = str(settings.DATABASES["default"]["NAME"]).rsplit("/", 1)[-1]
     app.conf.task_default_queue = f"tests-{database}-{worker_id}"
