@@ -1,4 +1,38 @@
 """Routes of this app under /v1, served in both forms by apps.api.urls."""
 
-routes: list = []
-agent_only_routes: list = []
+from apps.api.routing import Route
+from apps.knowledge.api import KnowledgeFileViewSet, KnowledgeViewSet
+
+routes: list[Route] = [
+    Route("knowledge", KnowledgeViewSet.as_view({"get": "list"}), "knowledge-list"),
+    Route(
+        "knowledge/files",
+        KnowledgeFileViewSet.as_view({"post": "create_file"}),
+        "knowledge-files",
+    ),
+    Route("knowledge/urls", KnowledgeViewSet.as_view({"post": "create_url"}), "knowledge-urls"),
+    Route("knowledge/search", KnowledgeViewSet.as_view({"post": "search"}), "knowledge-search"),
+    Route(
+        "knowledge/<str:id>",
+        KnowledgeViewSet.as_view(
+            {"get": "retrieve", "patch": "partial_update", "delete": "destroy"}
+        ),
+        "knowledge-detail",
+    ),
+    Route(
+        "knowledge/<str:id>/content",
+        KnowledgeViewSet.as_view({"get": "content"}),
+        "knowledge-content",
+    ),
+    Route(
+        "knowledge/<str:id>/refresh",
+        KnowledgeViewSet.as_view({"post": "refresh"}),
+        "knowledge-refresh",
+    ),
+    Route(
+        "knowledge/<str:id>/schedule",
+        KnowledgeViewSet.as_view({"patch": "schedule"}),
+        "knowledge-schedule",
+    ),
+]
+agent_only_routes: list[Route] = []

@@ -1,1 +1,164 @@
-from django.db import models  # noqa: F401
+"""Knowledge documents, their content versions and the chunks the Agent searches.
+
+A document keeps its ingestion `status` and its `refresh_status` apart (contract 3.1). Content
+is versioned: the document points at its `current_version`, and a refresh switches the pointer
+in one transaction once the new version is extracted and indexed. Chunks carry the document and
+the Agent as well as the version so search filters without joins through versions.
+
+The search vector of a chunk is not a Django field: on PostgreSQL it is a stored generated
+`tsvector` column with a GIN index, on SQLite an FTS5 table keyed by the chunk id (see
+migration 0002 and `apps.knowledge.search`).
+"""
+
+from django.db import models
+from django.db.models import Q
+
+from apps.common.ids import id_factory
+
+REFRESH_INTERVALS = (0, 6, 12, 24, 168)
+DEFAULT_REFRESH_INTERVAL = 24
+
+
+def _document_upload_to(document: "KnowledgeDocument", filename: str) -> str:
+    return f"knowledge/{document.agent_id}/{document.pk}/{filename}"
+
+
+class KnowledgeDocument(models.Model):
+    class SourceType(models.TextChoices):
+        FILE = "file", "File"
+        URL = "url", "URL"
+
+    class Status(models.TextChoices):
+        PROCESSING = "processing", "Processing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    class RefreshStatus(models.TextChoices):
+        IDLE = "idle", "Idle"
+        REFRESHING = "refreshing", "Refreshing"
+        FAILED = "failed", "Failed"
+
+    id = models.CharField(
+        primary_key=True, max_length=40, default=id_factory("doc"), editable=False
+    )
+    agent = models.ForeignKey(
+        "workspaces.Agent", on_delete=models.CASCADE, related_name="knowledge_documents"
+    )
+    name = models.CharField(max_length=120)
+    source_type = models.CharField(max_length=4, choices=SourceType.choices)
+    source_url = models.CharField(max_length=2048, null=True, blank=True)  # noqa: DJ001 - null: the contract tells "none" from ""
+    # The guard's canonical form of source_url: what "the same URL" means for duplicates.
+    normalized_url = models.CharField(max_length=2048, null=True, blank=True)  # noqa: DJ001 - null: the contract tells "none" from ""
+    file_name = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: the contract tells "none" from ""
+    file_size_bytes = models.BigIntegerField(null=True, blank=True)
+    file = models.FileField(upload_to=_document_upload_to, max_length=400, blank=True)
+    # SHA-256 of the uploaded bytes: the same file twice for one Agent is a conflict.
+    content_sha256 = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 - null: the contract tells "none" from ""
+    kind = models.CharField(max_length=16, blank=True)
+    is_enabled = models.BooleanField(default=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROCESSING)
+    error_message = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001 - null: the contract tells "none" from ""
+    refresh_status = models.CharField(
+        max_length=10, choices=RefreshStatus.choices, default=RefreshStatus.IDLE
+    )
+    refresh_error_message = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001 - null: the contract tells "none" from ""
+    refresh_interval_hours = models.PositiveIntegerField(null=True, blank=True)
+    character_count = models.PositiveIntegerField(null=True, blank=True)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    next_refresh_at = models.DateTimeField(null=True, blank=True)
+    # Work bookkeeping. queued_at: when ingestion or a refresh was last queued; claimed_until:
+    # the lease of the worker doing it (expired = the worker died); attempts: claims of the
+    # current piece of work, so a file that kills workers fails instead of looping forever.
+    queued_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    current_version = models.ForeignKey(
+        "KnowledgeContentVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "knowledge_document"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "normalized_url"],
+                condition=Q(source_type="url"),
+                name="knowledge_doc_unique_url",
+            ),
+            models.UniqueConstraint(
+                fields=["agent", "content_sha256"],
+                condition=Q(source_type="file"),
+                name="knowledge_doc_unique_file",
+            ),
+        ]
+        indexes = [
+            # GET /knowledge and the console list: an Agent's documents, newest first (keyset).
+            models.Index(fields=["agent", "-created_at", "-id"], name="knowledge_doc_list"),
+            # knowledge.refresh_due: URL documents whose scheduled refresh is due.
+            models.Index(
+                fields=["next_refresh_at"],
+                condition=Q(next_refresh_at__isnull=False),
+                name="knowledge_doc_due",
+            ),
+            # knowledge.recover_stalled: documents with work queued or running.
+            models.Index(
+                fields=["queued_at"],
+                condition=Q(status="processing") | Q(refresh_status="refreshing"),
+                name="knowledge_doc_working",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_working(self) -> bool:
+        """Processing or refreshing: the console polls such rows until they settle."""
+        return (
+            self.status == self.Status.PROCESSING
+            or self.refresh_status == self.RefreshStatus.REFRESHING
+        )
+
+
+class KnowledgeContentVersion(models.Model):
+    id = models.CharField(
+        primary_key=True, max_length=40, default=id_factory("kcv"), editable=False
+    )
+    document = models.ForeignKey(
+        KnowledgeDocument, on_delete=models.CASCADE, related_name="versions"
+    )
+    markdown = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    page_count = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "knowledge_content_version"
+
+
+class KnowledgeChunk(models.Model):
+    # An integer key: SQLite's FTS5 table uses it as its rowid.
+    id = models.BigAutoField(primary_key=True)
+    version = models.ForeignKey(
+        KnowledgeContentVersion, on_delete=models.CASCADE, related_name="chunks"
+    )
+    document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    heading_path = models.JSONField(default=list)
+    text = models.TextField()
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        db_table = "knowledge_chunk"
+        indexes = [
+            # Deleting or replacing a version's chunks; reading a document's chunks in order.
+            models.Index(fields=["version", "position"], name="knowledge_chunk_version"),
+            # Search filters an Agent's chunks (the GIN index finds the matches).
+            models.Index(fields=["agent"], name="knowledge_chunk_agent"),
+        ]

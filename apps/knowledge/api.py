@@ -1,0 +1,205 @@
+"""The /v1/knowledge operations (contract 4.2) and the search extension. Thin: parse input,
+call a service or selector, render with the plain output functions."""
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.parsers import MultiPartParser
+
+from apps.api.pagination import page_request
+from apps.api.views import AgentViewSet, json_response
+from apps.common.errors import BadRequest
+from apps.knowledge import search, selectors, services
+from apps.knowledge.serializers import (
+    KnowledgeDocumentListOut,
+    KnowledgeDocumentOut,
+    KnowledgeDocumentUpdateIn,
+    KnowledgeFileCreateIn,
+    KnowledgeScheduleIn,
+    KnowledgeSearchIn,
+    KnowledgeSearchResultOut,
+    KnowledgeUrlCreateIn,
+    document_out,
+    search_out,
+)
+from apps.knowledge.uploads import limit_uploads
+
+READ, WRITE = "knowledge:read", "knowledge:write"
+ID_PARAMETER = OpenApiParameter(
+    "id", OpenApiTypes.STR, OpenApiParameter.PATH, description="The document's id."
+)
+LIST_PARAMETERS = [
+    OpenApiParameter(
+        "limit",
+        OpenApiTypes.INT,
+        OpenApiParameter.QUERY,
+        description="Page size, 1 to 100 (default 20).",
+    ),
+    OpenApiParameter(
+        "after",
+        OpenApiTypes.STR,
+        OpenApiParameter.QUERY,
+        description="The previous page's next_cursor.",
+    ),
+]
+
+
+def _validated(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class KnowledgeViewSet(AgentViewSet):
+    openapi_tags = ["Knowledge"]
+    required_scopes = {
+        "list": READ,
+        "retrieve": READ,
+        "content": READ,
+        "search": READ,
+        "create_file": WRITE,
+        "create_url": WRITE,
+        "partial_update": WRITE,
+        "destroy": WRITE,
+        "refresh": WRITE,
+        "schedule": WRITE,
+    }
+    error_statuses = {
+        "create_file": (409, 413, 415),
+        "create_url": (409,),
+        "retrieve": (404,),
+        "partial_update": (404,),
+        "destroy": (404,),
+        "content": (404, 409),
+        "refresh": (404, 409),
+        "schedule": (404,),
+    }
+    extension_actions = ("search",)
+
+    @extend_schema(
+        summary="List knowledge documents",
+        description="The Agent's documents, newest first.",
+        parameters=LIST_PARAMETERS,
+        responses={200: KnowledgeDocumentListOut},
+    )
+    def list(self, request, agent_id: str | None = None):
+        page = selectors.document_list(agent=self.agent, page=page_request(request.query_params))
+        return json_response(page.envelope(document_out))
+
+    @extend_schema(
+        summary="Upload a file",
+        description="Accepted formats: PDF, Word, Excel, PowerPoint, text, Markdown, HTML, CSV, "
+        "JSON, recognised from the file's bytes. At most 10 MB. Extraction and indexing are "
+        "queued; poll the document until its status is no longer `processing`.",
+        request={"multipart/form-data": KnowledgeFileCreateIn},
+        responses={201: KnowledgeDocumentOut},
+    )
+    def create_file(self, request, agent_id: str | None = None):
+        limit_uploads(request._request)
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise BadRequest("file: a file is required (multipart field `file`).")
+        name = request.data.get("name")
+        if name is not None and not isinstance(name, str):
+            raise BadRequest("name: must be a string.")
+        document = services.document_create_from_upload(agent=self.agent, upload=upload, name=name)
+        return json_response(document_out(document), status=201)
+
+    @extend_schema(
+        summary="Add a public URL",
+        description="A bare host name becomes an HTTPS URL. Only public http(s) addresses are "
+        "accepted. `refresh_interval_hours` defaults to 24.",
+        request=KnowledgeUrlCreateIn,
+        responses={201: KnowledgeDocumentOut},
+    )
+    def create_url(self, request, agent_id: str | None = None):
+        data = _validated(KnowledgeUrlCreateIn, request.data)
+        document = services.document_create_from_url(agent=self.agent, **data)
+        return json_response(document_out(document), status=201)
+
+    @extend_schema(
+        summary="Get a knowledge document",
+        description="With its current ingestion and refresh status.",
+        parameters=[ID_PARAMETER],
+        responses={200: KnowledgeDocumentOut},
+    )
+    def retrieve(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+        return json_response(document_out(selectors.document_get(agent=self.agent, document_id=id)))
+
+    @extend_schema(
+        summary="Rename, enable or disable a document",
+        parameters=[ID_PARAMETER],
+        request=KnowledgeDocumentUpdateIn,
+        responses={200: KnowledgeDocumentOut},
+    )
+    def partial_update(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+        data = _validated(KnowledgeDocumentUpdateIn, request.data)
+        document = services.document_update(agent=self.agent, document_id=id, **data)
+        return json_response(document_out(document))
+
+    @extend_schema(
+        summary="Delete a document",
+        description="The document, its file, extracted content and search vectors are deleted.",
+        parameters=[ID_PARAMETER],
+        responses={204: OpenApiResponse(description="Deleted.")},
+    )
+    def destroy(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+        services.document_delete(agent=self.agent, document_id=id)
+        return HttpResponse(status=204)
+
+    @extend_schema(
+        summary="Get a document's extracted markdown",
+        description="The markdown currently indexed; 409 before any content is indexed.",
+        parameters=[ID_PARAMETER],
+        responses={
+            (200, "text/markdown"): OpenApiResponse(
+                response=OpenApiTypes.STR, description="The extracted markdown."
+            )
+        },
+    )
+    def content(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+        version = selectors.document_content(agent=self.agent, document_id=id)
+        return HttpResponse(version.markdown, content_type="text/markdown; charset=utf-8")
+
+    @extend_schema(
+        summary="Refresh a URL document",
+        description="Fetches the URL again. Until the new content is indexed, content and "
+        "search serve the previous version. 409 for file documents and for documents whose "
+        "first ingestion is still processing.",
+        parameters=[ID_PARAMETER],
+        request=None,
+        responses={202: KnowledgeDocumentOut},
+    )
+    def refresh(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+        document = services.document_refresh_request(agent=self.agent, document_id=id)
+        return json_response(document_out(document), status=202)
+
+    @extend_schema(
+        summary="Set a URL document's refresh schedule",
+        description="0 disables scheduled refreshes. File documents have no schedule (400).",
+        parameters=[ID_PARAMETER],
+        request=KnowledgeScheduleIn,
+        responses={200: KnowledgeDocumentOut},
+    )
+    def schedule(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+        data = _validated(KnowledgeScheduleIn, request.data)
+        document = services.document_schedule(agent=self.agent, document_id=id, **data)
+        return json_response(document_out(document))
+
+    @extend_schema(
+        summary="Search the Agent's knowledge",
+        description="Ranked passages of the Agent's enabled, ready documents, as the Agent "
+        'finds them. Query syntax: words (all must match), "quoted phrases", `or`, `-word`.',
+        request=KnowledgeSearchIn,
+        responses={200: KnowledgeSearchResultOut},
+    )
+    def search(self, request, agent_id: str | None = None):
+        data = _validated(KnowledgeSearchIn, request.data)
+        hits = search.search_chunks(agent=self.agent, query=data["query"], limit=data["limit"])
+        return json_response(search_out(query=data["query"], hits=hits))
+
+
+class KnowledgeFileViewSet(KnowledgeViewSet):
+    """POST /knowledge/files alone: multipart only, anything else is 415."""
+
+    parser_classes = [MultiPartParser]

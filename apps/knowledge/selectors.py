@@ -1,0 +1,46 @@
+"""Reads of knowledge documents: every one takes the Agent first."""
+
+from django.db.models import F
+
+from apps.api.pagination import Keyset, Page, PageRequest, paginate
+from apps.common.errors import Conflict, NotFound
+from apps.knowledge.models import KnowledgeContentVersion, KnowledgeDocument
+from apps.workspaces.models import Agent
+
+# GET /knowledge: newest first, ties broken by id (index knowledge_doc_list).
+DOCUMENT_KEYSET = Keyset(name="knowledge", field="created_at", descending=True)
+
+
+def document_list(*, agent: Agent, page: PageRequest) -> Page:
+    return paginate(
+        KnowledgeDocument.objects.filter(agent=agent), keyset=DOCUMENT_KEYSET, page=page
+    )
+
+
+def document_get(*, agent: Agent, document_id: str) -> KnowledgeDocument:
+    document = KnowledgeDocument.objects.filter(agent=agent, pk=document_id).first()
+    if document is None:
+        raise NotFound(f"No knowledge document {document_id} for this Agent.")
+    return document
+
+
+def document_content(*, agent: Agent, document_id: str) -> KnowledgeContentVersion:
+    """The version currently indexed, read in one statement.
+
+    A refresh swaps the document's `current_version` and deletes the old version in one
+    transaction; reading the pointer and the version together means a reader always gets one
+    complete version, the old or the new, never a gap between them.
+    """
+    version = (
+        KnowledgeContentVersion.objects.filter(
+            document_id=document_id,
+            document__agent=agent,
+            document__current_version_id=F("id"),
+        )
+        .only("id", "markdown", "sha256", "created_at", "document_id")
+        .first()
+    )
+    if version is not None:
+        return version
+    document_get(agent=agent, document_id=document_id)  # 404 when there is no document at all
+    raise Conflict("The document has no indexed content yet; poll it until its status is ready.")

@@ -1,0 +1,165 @@
+"""Knowledge API shapes: strict input serializers, the plain output functions, and the
+`...Out` serializers that describe that output for the OpenAPI document."""
+
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+
+from apps.api.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    list_envelope,
+)
+from apps.common.time import iso
+from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, REFRESH_INTERVALS, KnowledgeDocument
+from apps.knowledge.search import SearchHit
+
+MAX_QUERY_LENGTH = 500
+MAX_SEARCH_LIMIT = 50
+DEFAULT_SEARCH_LIMIT = 10
+
+
+def _interval_validator(value: int) -> None:
+    if value not in REFRESH_INTERVALS:
+        raise serializers.ValidationError(
+            "Must be one of " + ", ".join(map(str, REFRESH_INTERVALS)) + "."
+        )
+
+
+# --- input --------------------------------------------------------------------------------
+
+
+class KnowledgeFileCreateIn(serializers.Serializer):
+    """multipart/form-data: validated by hand in the view (files are not JSON)."""
+
+    file = serializers.FileField(help_text="The document: at most 10 MB.")
+    name = serializers.CharField(
+        required=False, min_length=1, max_length=120, help_text="Defaults to the file name."
+    )
+
+
+class KnowledgeUrlCreateIn(StrictSerializer):
+    url = StrictCharField(min_length=1, max_length=4096)
+    name = StrictCharField(required=False, min_length=1, max_length=120)
+    refresh_interval_hours = StrictIntegerField(
+        required=False, default=DEFAULT_REFRESH_INTERVAL, validators=[_interval_validator]
+    )
+
+
+class KnowledgeDocumentUpdateIn(StrictSerializer):
+    name = StrictCharField(required=False, min_length=1, max_length=120)
+    is_enabled = StrictBooleanField(required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Send at least one of name and is_enabled.")
+        return attrs
+
+
+class KnowledgeScheduleIn(StrictSerializer):
+    refresh_interval_hours = StrictIntegerField(validators=[_interval_validator])
+
+
+class KnowledgeSearchIn(StrictSerializer):
+    query = StrictCharField(min_length=1, max_length=MAX_QUERY_LENGTH)
+    limit = StrictIntegerField(
+        required=False, default=DEFAULT_SEARCH_LIMIT, min_value=1, max_value=MAX_SEARCH_LIMIT
+    )
+
+
+# --- output -------------------------------------------------------------------------------
+
+
+def document_out(document: KnowledgeDocument) -> dict:
+    """Exactly the fields of contract section 2.6."""
+    return {
+        "object": "knowledge_document",
+        "id": document.pk,
+        "name": document.name,
+        "source_type": document.source_type,
+        "source_url": document.source_url,
+        "file_name": document.file_name,
+        "file_size_bytes": document.file_size_bytes,
+        "is_enabled": document.is_enabled,
+        "status": document.status,
+        "error_message": document.error_message,
+        "refresh_status": document.refresh_status,
+        "refresh_error_message": document.refresh_error_message,
+        "refresh_interval_hours": document.refresh_interval_hours,
+        "character_count": document.character_count,
+        "last_checked_at": iso(document.last_checked_at),
+        "last_synced_at": iso(document.last_synced_at),
+        "next_refresh_at": iso(document.next_refresh_at),
+        "created_at": iso(document.created_at),
+        "updated_at": iso(document.updated_at),
+    }
+
+
+def search_out(*, query: str, hits: list[SearchHit]) -> dict:
+    return {
+        "object": "knowledge_search_result",
+        "query": query,
+        "data": [
+            {
+                "object": "knowledge_search_hit",
+                "document_id": hit.document_id,
+                "document_name": hit.document_name,
+                "chunk_id": str(hit.chunk_id),
+                "heading_path": hit.heading_path,
+                "position": hit.position,
+                "snippet": hit.snippet,
+                "score": hit.score,
+            }
+            for hit in hits
+        ],
+    }
+
+
+@extend_schema_serializer(component_name="KnowledgeDocument")
+class KnowledgeDocumentOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["knowledge_document"])
+    id = serializers.CharField()
+    name = serializers.CharField(min_length=1, max_length=120)
+    source_type = serializers.ChoiceField(choices=["file", "url"])
+    source_url = serializers.URLField(allow_null=True)
+    file_name = serializers.CharField(allow_null=True)
+    file_size_bytes = serializers.IntegerField(allow_null=True, min_value=0)
+    is_enabled = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["processing", "ready", "failed"])
+    error_message = serializers.CharField(allow_null=True)
+    refresh_status = serializers.ChoiceField(choices=["idle", "refreshing", "failed"])
+    refresh_error_message = serializers.CharField(allow_null=True)
+    refresh_interval_hours = serializers.ChoiceField(
+        choices=list(REFRESH_INTERVALS), allow_null=True
+    )
+    character_count = serializers.IntegerField(allow_null=True, min_value=0)
+    last_checked_at = serializers.DateTimeField(allow_null=True)
+    last_synced_at = serializers.DateTimeField(allow_null=True)
+    next_refresh_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+KnowledgeDocumentListOut = list_envelope(KnowledgeDocumentOut, "KnowledgeDocumentList")
+
+
+class KnowledgeSearchHitOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["knowledge_search_hit"])
+    document_id = serializers.CharField()
+    document_name = serializers.CharField()
+    chunk_id = serializers.CharField()
+    heading_path = serializers.ListField(
+        child=serializers.CharField(), help_text="Headings enclosing the chunk, outermost first."
+    )
+    position = serializers.IntegerField(min_value=0)
+    snippet = serializers.CharField(
+        help_text="The matching passage, HTML-escaped, with matched words in <mark>...</mark>."
+    )
+    score = serializers.FloatField(help_text="Relevance; higher is better.")
+
+
+class KnowledgeSearchResultOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["knowledge_search_result"])
+    query = serializers.CharField()
+    data = KnowledgeSearchHitOut(many=True)

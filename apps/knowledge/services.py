@@ -1,0 +1,328 @@
+"""Changes to knowledge documents asked for by people (API and console alike).
+
+The work itself (fetch, extract, chunk, index) runs in Celery; see apps.knowledge.pipeline.
+Every function takes the Agent first, so another Agent's document is simply not found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import get_valid_filename
+
+from apps.common.errors import BadRequest, Conflict, PayloadTooLarge, UnsupportedMediaType
+from apps.common.netguard import BlockedURL, check_url
+from apps.knowledge.extraction import UnsupportedType, detect_kind
+from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, KnowledgeDocument
+from apps.knowledge.search import unindex_chunks
+from apps.knowledge.selectors import document_get
+from apps.workspaces.models import Agent
+
+logger = logging.getLogger(__name__)
+
+MAX_NAME_LENGTH = 120
+SUPPORTED_TEXT = (
+    "PDF, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), text, Markdown, HTML, CSV or JSON"
+)
+
+Status = KnowledgeDocument.Status
+RefreshStatus = KnowledgeDocument.RefreshStatus
+SourceType = KnowledgeDocument.SourceType
+
+
+def max_upload_bytes() -> int:
+    return settings.KNOWLEDGE_MAX_UPLOAD_BYTES
+
+
+def enqueue_after_commit(task_name: str, document_id: str) -> None:
+    """Queue a knowledge task once the current transaction commits.
+
+    A broker that is down is logged, not raised: the row keeps its `queued_at` and the
+    `knowledge.recover_stalled` sweeper queues it again, so nothing is lost.
+    """
+
+    def send() -> None:
+        from apps.knowledge import tasks
+
+        task = {"ingest": tasks.ingest, "refresh": tasks.refresh}[task_name]
+        try:
+            task.apply_async(args=[document_id], retry=False)
+        except Exception:  # noqa: BLE001 - any broker failure; the sweeper retries
+            logger.warning(
+                "could not queue knowledge.%s for %s; recover_stalled will retry",
+                task_name,
+                document_id,
+                exc_info=True,
+            )
+
+    transaction.on_commit(send)
+
+
+def _check_name(name: str | None) -> str | None:
+    if name is None:
+        return None
+    name = name.strip()
+    if not 1 <= len(name) <= MAX_NAME_LENGTH:
+        raise BadRequest(f"name: must be 1 to {MAX_NAME_LENGTH} characters long.")
+    return name
+
+
+def _check_interval(hours: int) -> int:
+    from apps.knowledge.models import REFRESH_INTERVALS
+
+    if isinstance(hours, bool) or hours not in REFRESH_INTERVALS:
+        raise BadRequest(
+            "refresh_interval_hours: must be one of " + ", ".join(map(str, REFRESH_INTERVALS)) + "."
+        )
+    return hours
+
+
+def next_refresh_time(document: KnowledgeDocument, *, base=None):
+    """When a URL document's scheduled refresh is due; None when it has none."""
+    hours = document.refresh_interval_hours
+    base = base or document.last_checked_at
+    if document.source_type != SourceType.URL or not hours or base is None:
+        return None
+    return base + timedelta(hours=hours)
+
+
+def _sha256_of(upload: UploadedFile) -> str:
+    digest = hashlib.sha256()
+    upload.seek(0)
+    for piece in upload.chunks():
+        digest.update(piece)
+    upload.seek(0)
+    return digest.hexdigest()
+
+
+def document_create_from_upload(
+    *, agent: Agent, upload: UploadedFile, name: str | None = None
+) -> KnowledgeDocument:
+    """Store an uploaded file as a new document and queue its ingestion.
+
+    The type comes from the bytes (`detect_kind`), never from the name or the client's
+    content type. The file is moved (or streamed) into storage, not copied through memory.
+    """
+    limit = max_upload_bytes()
+    if upload.size is not None and upload.size > limit:
+        raise PayloadTooLarge(f"The file is larger than the {limit // (1024 * 1024)} MB limit.")
+    file_name = (upload.name or "").strip() or "upload"
+    name = _check_name(name) or file_name[:MAX_NAME_LENGTH].strip() or "upload"
+    upload.seek(0)
+    head = upload.read(limit + 1)  # bounded by the limit checked while streaming
+    try:
+        kind = detect_kind(head, file_name=file_name)
+    except UnsupportedType as exc:
+        raise UnsupportedMediaType(
+            f"Unsupported file type: {exc.detected}. Upload {SUPPORTED_TEXT}."
+        ) from None
+    del head
+    sha256 = _sha256_of(upload)
+    existing = KnowledgeDocument.objects.filter(
+        agent=agent, source_type=SourceType.FILE, content_sha256=sha256
+    ).first()
+    if existing is not None:
+        raise _duplicate_file(existing)
+
+    document = KnowledgeDocument(
+        agent=agent,
+        name=name,
+        source_type=SourceType.FILE,
+        file_name=file_name[:255],
+        file_size_bytes=upload.size,
+        content_sha256=sha256,
+        kind=kind,
+        status=Status.PROCESSING,
+        queued_at=timezone.now(),
+    )
+    stored_name = get_valid_filename(Path(file_name).name)[:100] or "upload"
+    document.file.save(stored_name, upload, save=False)
+    try:
+        with transaction.atomic():
+            document.save(force_insert=True)
+            enqueue_after_commit("ingest", document.pk)
+    except IntegrityError:
+        _delete_stored_files(document)
+        existing = KnowledgeDocument.objects.filter(
+            agent=agent, source_type=SourceType.FILE, content_sha256=sha256
+        ).first()
+        if existing is not None:
+            raise _duplicate_file(existing) from None
+        raise
+    except BaseException:
+        _delete_stored_files(document)
+        raise
+    return document
+
+
+def _duplicate_file(existing: KnowledgeDocument) -> Conflict:
+    return Conflict(
+        f"This file is already uploaded for this Agent as “{existing.name}” ({existing.pk})."
+    )
+
+
+def document_create_from_url(
+    *,
+    agent: Agent,
+    url: str,
+    name: str | None = None,
+    refresh_interval_hours: int = DEFAULT_REFRESH_INTERVAL,
+) -> KnowledgeDocument:
+    """Add a public URL as a document and queue its first fetch.
+
+    The network guard normalizes the URL (a bare host becomes https://host/) and refuses
+    anything that is not public http(s), including hosts that resolve to private addresses;
+    the fetch checks every redirect hop again.
+    """
+    try:
+        normalized, _addresses = check_url(url)
+    except BlockedURL as exc:
+        raise BadRequest(f"url: {exc}") from None
+    name = _check_name(name) or normalized[:MAX_NAME_LENGTH]
+    interval = _check_interval(refresh_interval_hours)
+    existing = KnowledgeDocument.objects.filter(
+        agent=agent, source_type=SourceType.URL, normalized_url=normalized
+    ).first()
+    if existing is not None:
+        raise _duplicate_url(existing)
+    try:
+        with transaction.atomic():
+            document = KnowledgeDocument.objects.create(
+                agent=agent,
+                name=name,
+                source_type=SourceType.URL,
+                source_url=normalized,
+                normalized_url=normalized,
+                refresh_interval_hours=interval,
+                status=Status.PROCESSING,
+                queued_at=timezone.now(),
+            )
+            enqueue_after_commit("ingest", document.pk)
+    except IntegrityError:
+        existing = KnowledgeDocument.objects.filter(
+            agent=agent, source_type=SourceType.URL, normalized_url=normalized
+        ).first()
+        if existing is not None:
+            raise _duplicate_url(existing) from None
+        raise
+    return document
+
+
+def _duplicate_url(existing: KnowledgeDocument) -> Conflict:
+    return Conflict(
+        f"This URL is already a document of this Agent: “{existing.name}” ({existing.pk})."
+    )
+
+
+def document_update(
+    *, agent: Agent, document_id: str, name: str | None = None, is_enabled: bool | None = None
+) -> KnowledgeDocument:
+    """Rename and/or enable or disable a document. Search reads `is_enabled` directly, so a
+    disabled document drops out of results at once and comes back without re-indexing."""
+    if name is None and is_enabled is None:
+        raise BadRequest("Send at least one of name and is_enabled.")
+    document = document_get(agent=agent, document_id=document_id)
+    changes: dict = {"updated_at": timezone.now()}
+    if name is not None:
+        changes["name"] = _check_name(name)
+    if is_enabled is not None:
+        changes["is_enabled"] = is_enabled
+    KnowledgeDocument.objects.filter(agent=agent, pk=document.pk).update(**changes)
+    return document_get(agent=agent, document_id=document_id)
+
+
+def document_delete(*, agent: Agent, document_id: str) -> None:
+    """Delete the document, its stored file, every content version, chunk and search vector.
+
+    Rows go in one transaction (the row lock makes a worker finishing at the same moment
+    either land before us, and be deleted with the rest, or find no row and give up); the
+    stored file goes once that transaction has committed.
+    """
+    with transaction.atomic():
+        document = (
+            KnowledgeDocument.objects.select_for_update()
+            .filter(agent=agent, pk=document_id)
+            .first()
+        )
+        if document is None:
+            document_get(agent=agent, document_id=document_id)  # raises NotFound
+            return
+        unindex_chunks(document_ids=[document.pk])
+        KnowledgeDocument.objects.filter(pk=document.pk).update(current_version=None)
+        document.versions.all().delete()
+        KnowledgeDocument.objects.filter(pk=document.pk).delete()
+        transaction.on_commit(lambda: _delete_stored_files(document))
+
+
+def _delete_stored_files(document: KnowledgeDocument) -> None:
+    """Remove the document's folder under MEDIA_ROOT (its file and anything else in it)."""
+    if not document.file:
+        return
+    try:
+        path = Path(document.file.path)
+    except (ValueError, NotImplementedError):
+        document.file.delete(save=False)
+        return
+    folder = path.parent
+    media_root = Path(settings.MEDIA_ROOT).resolve()
+    if folder.resolve().is_relative_to(media_root / "knowledge") and folder.name == document.pk:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def document_refresh_request(*, agent: Agent, document_id: str) -> KnowledgeDocument:
+    """Start a refresh of a URL document, or join the one already running (202 either way).
+
+    File documents cannot be refreshed and neither can a document whose first ingestion is
+    still processing (409). A document already refreshing is left as it is: no second refresh.
+    """
+    document = document_get(agent=agent, document_id=document_id)
+    if document.source_type != SourceType.URL:
+        raise Conflict("Only URL documents can be refreshed; upload the file again instead.")
+    now = timezone.now()
+    with transaction.atomic():
+        started = (
+            KnowledgeDocument.objects.filter(agent=agent, pk=document.pk)
+            .exclude(status=Status.PROCESSING)
+            .exclude(refresh_status=RefreshStatus.REFRESHING)
+            .update(
+                refresh_status=RefreshStatus.REFRESHING,
+                refresh_error_message=None,
+                queued_at=now,
+                attempts=0,
+                updated_at=now,
+            )
+        )
+        if started:
+            enqueue_after_commit("refresh", document.pk)
+    document = document_get(agent=agent, document_id=document_id)
+    if not started and document.status == Status.PROCESSING:
+        raise Conflict("The document is still being processed for the first time; try later.")
+    return document
+
+
+def document_schedule(
+    *, agent: Agent, document_id: str, refresh_interval_hours: int
+) -> KnowledgeDocument:
+    """Set how often a URL document is refreshed; 0 turns scheduled refreshes off."""
+    interval = _check_interval(refresh_interval_hours)
+    document = document_get(agent=agent, document_id=document_id)
+    if document.source_type != SourceType.URL:
+        raise BadRequest("Scheduled refresh applies to URL documents only.")
+    document.refresh_interval_hours = interval
+    next_at = None
+    if document.refresh_status != RefreshStatus.REFRESHING:
+        next_at = next_refresh_time(document)
+    KnowledgeDocument.objects.filter(agent=agent, pk=document.pk).update(
+        refresh_interval_hours=interval, next_refresh_at=next_at, updated_at=timezone.now()
+    )
+    return document_get(agent=agent, document_id=document_id)

@@ -1,0 +1,25 @@
+"""Celery tasks of knowledge: thin, named, idempotent (acks_late); each calls one service."""
+
+from celery import shared_task
+
+from apps.knowledge import pipeline
+
+
+@shared_task(name="knowledge.ingest")
+def ingest(document_id: str) -> str:
+    return pipeline.document_ingest(document_id=document_id)
+
+
+@shared_task(name="knowledge.refresh")
+def refresh(document_id: str) -> str:
+    return pipeline.document_refresh(document_id=document_id)
+
+
+@shared_task(name="knowledge.refresh_due")
+def refresh_due() -> int:
+    return len(pipeline.documents_refresh_due())
+
+
+@shared_task(name="knowledge.recover_stalled")
+def recover_stalled() -> int:
+    return len(pipeline.documents_recover_stalled())
