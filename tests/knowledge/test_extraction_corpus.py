@@ -70,6 +70,7 @@ TABLE_CELLS = {
     "pptx/fake-power-point-table.pptx": ["Tangerine", "Purple"],
     "pptx/markitdown-test.pptx": ["1b92870d-e3b5-4e65-8153-919f4ff45592"],
     "pptx/sample-presentation.pptx": ["A2"],
+    "pdf/REPAIR-2022-INV-001_multipage.pdf": ["POL-2022-555", "Grand Cherokee", "5,738"],
     "csv/country-codes.csv": ["Afghanistan", "AFG"],
     "csv/semicolon-delimited.csv": ["Lorem, ipsum", "tempor incididunt"],
     "csv/test_mskanji.csv": ["佐藤太郎", "名古屋"],

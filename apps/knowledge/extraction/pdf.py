@@ -10,18 +10,22 @@ page sections are the only headings. A page without text says so in italics.
 * Ligatures and Arabic presentation forms are normalised (see ``markdown.clean_text``), so
   "ﬁnd" is found as "find". pypdf 5+ already emits right-to-left runs in logical order.
 * A page that pypdf cannot read is marked, and the other pages are kept.
+* Simple tables (rows of short cells in aligned columns, as in invoices) become markdown tables;
+  see ``pdf_tables``. Pages without one keep pypdf's text as it is.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import statistics
 
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError
 
 from .errors import ExtractionFailed
 from .markdown import clean_text, escape_text
+from .pdf_tables import FragmentCollector, page_markdown_with_tables
 from .result import Extraction
 
 PASSWORD_PROTECTED = "This PDF is password-protected."
@@ -50,12 +54,11 @@ def extract_pdf(data: bytes) -> Extraction:
     sections = []
     found_text = False
     for number in range(page_count):
-        text = _page_text(reader, number)
-        if text is None:
+        body = _page_markdown(reader, number)
+        if body is None:
             body = "_This page could not be read._"
-        elif text:
+        elif body:
             found_text = True
-            body = escape_text(text)
         else:
             body = "_No text on this page._"
         sections.append(f"## Page {number + 1}\n\n{body}")
@@ -75,10 +78,11 @@ def _decrypt(reader: PdfReader) -> None:
         raise ExtractionFailed(PASSWORD_PROTECTED)
 
 
-def _page_text(reader: PdfReader, number: int) -> str | None:
-    """The page's cleaned text, "" for a page without text, None when it cannot be read."""
+def _page_markdown(reader: PdfReader, number: int) -> str | None:
+    """The page's markdown, "" for a page without text, None when it cannot be read."""
+    collector = FragmentCollector()
     try:
-        raw = reader.pages[number].extract_text()
+        raw = reader.pages[number].extract_text(visitor_text=collector)
     except FileNotDecryptedError:
         raise ExtractionFailed(PASSWORD_PROTECTED) from None
     except MemoryError:
@@ -87,7 +91,14 @@ def _page_text(reader: PdfReader, number: int) -> str | None:
         # One broken content stream should not lose the rest of the document.
         return None
     lines = [line.rstrip() for line in clean_text(raw or "").split("\n")]
-    return "\n".join(lines).strip("\n")
+    text = "\n".join(lines).strip("\n")
+    if not text.strip():
+        return ""
+    try:
+        with_tables = page_markdown_with_tables(collector.fragments)
+    except (ValueError, ArithmeticError, statistics.StatisticsError):
+        with_tables = None
+    return with_tables or escape_text(text)
 
 
 def _has_images(reader: PdfReader) -> bool:
