@@ -504,7 +504,7 @@ def test_bounded_extraction_kills_a_child_that_takes_too_long() -> None:
 
 def test_bounded_extraction_survives_running_out_of_memory() -> None:
     big_json = b"[" + b",".join(b'{"key": "%d"}' % i for i in range(400_000)) + b"]"
-    with pytest.raises(ExtractionFailed):
+    with pytest.raises(ExtractionFailed, match="too much memory"):
         extract_bounded(big_json, kind="json", memory_mb=16, timeout_s=30)
 
 

@@ -23,6 +23,7 @@ import resource
 import select
 import signal
 import time
+from typing import NoReturn
 
 from .errors import ExtractionFailed
 from .result import Extraction
@@ -41,14 +42,28 @@ def extract_bounded(
     timeout_s: float = 60,
     memory_mb: int = 1024,
 ) -> Extraction:
-    from . import extract, extractor_for
+    from . import extractor_for
 
     extractor_for(kind)  # import in the parent; also rejects an unknown kind here
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        # No process to be had (EAGAIN, ENOMEM): the machine's problem, not the file's, so
+        # the caller sees OSError and can retry later rather than fail the document.
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
     if pid == 0:  # child
         os.close(read_fd)
-        _run_child(write_fd, data, kind, source_url, timeout_s, memory_mb, extract)
+        _run_child(
+            write_fd,
+            data=data,
+            kind=kind,
+            source_url=source_url,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+        )
     os.close(write_fd)
     try:
         payload = _read_with_deadline(read_fd, time.monotonic() + timeout_s)
@@ -68,26 +83,31 @@ def extract_bounded(
 
 def _run_child(
     write_fd: int,
+    *,
     data: bytes,
     kind: str,
     source_url: str | None,
     timeout_s: float,
     memory_mb: int,
-    extract: object,
-) -> None:
+) -> NoReturn:
     code = 0
     try:
+        from . import extract  # already imported by the parent: no import work here
+
         # The worker's handlers (Celery's warm shutdown, Django's autoreloader) are not ours.
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        _limit_resources(timeout_s, memory_mb)
+        _limit_resources(timeout_s=timeout_s, memory_mb=memory_mb)
         try:
-            result = ("ok", extract(data, kind=kind, source_url=source_url))  # type: ignore[operator]
+            result: tuple[str, object] = ("ok", extract(data, kind=kind, source_url=source_url))
         except ExtractionFailed as exc:
             result = ("error", str(exc))
         except MemoryError:
             result = ("error", TOO_MUCH_MEMORY)
-        payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except MemoryError:
+            payload = pickle.dumps(("error", TOO_MUCH_MEMORY))
         view = memoryview(payload)
         while view:
             written = os.write(write_fd, view)
@@ -100,7 +120,7 @@ def _run_child(
         os._exit(code)
 
 
-def _limit_resources(timeout_s: float, memory_mb: int) -> None:
+def _limit_resources(*, timeout_s: float, memory_mb: int) -> None:
     page = os.sysconf("SC_PAGE_SIZE")
     with open("/proc/self/statm") as statm:
         current = int(statm.read().split()[0]) * page

@@ -117,7 +117,7 @@ def _blocks(lines: list[str]) -> list[str]:
         fence_match = _FENCE.match(line)
         if fence is None and fence_match:
             fence = fence_match.group(1)
-        elif fence is not None and fence_match and fence_match.group(1)[0] == fence[0]:
+        elif fence is not None and fence_match and _closes(fence_match.group(1), fence):
             fence = None
         if fence is None and not line.strip():
             if current:

@@ -23,6 +23,7 @@ import io
 from collections.abc import Sequence
 
 import openpyxl
+from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 from .markdown import escape_inline, escape_text, join_blocks, markdown_table, trim_grid
 from .ooxml import check_package
@@ -55,18 +56,17 @@ def _heading(name: str) -> str:
     return escape_inline(" ".join(name.split())) or "Sheet"
 
 
-def _sheet_markdown(sheet: object) -> str:
-    state = getattr(sheet, "sheet_state", "visible")
-    heading = f"## {_heading(sheet.title)}"  # type: ignore[attr-defined]
+def _sheet_markdown(sheet: ReadOnlyWorksheet) -> str:
+    heading = f"## {_heading(sheet.title)}"
     notes = []
-    if state != "visible":
+    if sheet.sheet_state != "visible":
         notes.append("_This sheet is hidden in the workbook._")
 
     # The stored dimension can be wrong (some writers always say A1); read the real rows.
-    sheet.reset_dimensions()  # type: ignore[attr-defined]
+    sheet.reset_dimensions()
     rows: list[Sequence[object]] = []
     cut_rows = cut_columns = False
-    for row in sheet.iter_rows(values_only=True):  # type: ignore[attr-defined]
+    for row in sheet.iter_rows(values_only=True):
         if len(rows) == MAX_ROWS:
             cut_rows = True
             break

@@ -19,9 +19,14 @@ import io
 from collections.abc import Iterable
 
 from pptx import Presentation
+from pptx.chart.chart import Chart
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.shapes.base import BaseShape
+from pptx.shapes.group import GroupShape
 from pptx.shapes.picture import Picture
+from pptx.slide import Slide
+from pptx.table import Table
+from pptx.text.text import _Paragraph
 
 from .markdown import (
     clean_text,
@@ -77,7 +82,7 @@ def _shapes_blocks(shapes: Iterable[BaseShape], *, skip: BaseShape | None, depth
 
 
 def _shape_blocks(shape: BaseShape, depth: int) -> list[str]:
-    if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+    if isinstance(shape, GroupShape) or shape.shape_type == MSO_SHAPE_TYPE.GROUP:
         if depth >= _MAX_GROUP_DEPTH:
             return []
         return _shapes_blocks(shape.shapes, skip=None, depth=depth + 1)  # type: ignore[attr-defined]
@@ -117,16 +122,16 @@ def _text_frame_blocks(shape: BaseShape) -> list[str]:
     return blocks
 
 
-def _has_bullet(paragraph: object) -> bool:
-    ppr = paragraph._p.pPr  # type: ignore[attr-defined]
+def _has_bullet(paragraph: _Paragraph) -> bool:
+    ppr = paragraph._p.pPr
     if ppr is None:
         return False
     return any(child.tag.endswith(("}buChar", "}buAutoNum")) for child in ppr)
 
 
-def _table_rows(table: object) -> list[list[str]]:
+def _table_rows(table: Table) -> list[list[str]]:
     rows = []
-    for row in table.rows:  # type: ignore[attr-defined]
+    for row in table.rows:
         cells = []
         for cell in row.cells:
             cells.append("" if cell.is_spanned else _one_line(cell.text))
@@ -134,14 +139,14 @@ def _table_rows(table: object) -> list[list[str]]:
     return rows
 
 
-def _chart_blocks(chart: object) -> list[str]:
+def _chart_blocks(chart: Chart) -> list[str]:
     blocks = []
-    if chart.has_title and chart.chart_title.has_text_frame:  # type: ignore[attr-defined]
-        title = _one_line(chart.chart_title.text_frame.text)  # type: ignore[attr-defined]
+    if chart.has_title and chart.chart_title.has_text_frame:
+        title = _one_line(chart.chart_title.text_frame.text)
         if title:
             blocks.append(escape_text(f"Chart: {title}"))
     try:
-        plot = chart.plots[0]  # type: ignore[attr-defined]
+        plot = chart.plots[0]
         categories = [str(category) for category in plot.categories]
         series = list(plot.series)
     except (IndexError, KeyError, ValueError, AttributeError):
@@ -166,10 +171,10 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _notes(slide: object) -> str:
-    if not slide.has_notes_slide:  # type: ignore[attr-defined]
+def _notes(slide: Slide) -> str:
+    if not slide.has_notes_slide:
         return ""
-    frame = slide.notes_slide.notes_text_frame  # type: ignore[attr-defined]
+    frame = slide.notes_slide.notes_text_frame
     if frame is None:
         return ""
     paragraphs = [clean_text(p.text).strip() for p in frame.paragraphs]

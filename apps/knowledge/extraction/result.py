@@ -8,7 +8,7 @@ from dataclasses import dataclass
 @dataclass
 class Extraction:
     markdown: str
-    # Pages for PDFs, slides for presentations, sheets for workbooks; None where there is no
-    # such unit (text, HTML, Word documents, whose pagination depends on the renderer).
+    # Pages of a PDF, slides of a presentation; None for everything else (a Word document's
+    # pagination depends on the renderer; text, HTML and tables have none).
     page_count: int | None
     title: str | None
