@@ -81,5 +81,11 @@ class ApiKey(models.Model):
         return f"{settings.API_KEY_PREFIX}_{self.lookup_id}"
 
     @property
+    def has_every_scope(self) -> bool:
+        from apps.workspaces.scopes import ALL_SCOPES
+
+        return set(self.scopes) >= set(ALL_SCOPES)
+
+    @property
     def is_active(self) -> bool:
         return self.revoked_at is None
