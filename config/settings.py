@@ -168,6 +168,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "apps.api.openapi.ScopedAutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # No OPTIONS metadata: a method a path does not serve is 400 with `Allow`, OPTIONS included.
+    "DEFAULT_METADATA_CLASS": None,
     "DEFAULT_VERSIONING_CLASS": None,
 }
 

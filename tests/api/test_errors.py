@@ -101,3 +101,39 @@ def test_rate_limit_store_down_does_not_stop_the_api(make_api, settings):
     settings.RATE_LIMIT_STORAGE_URL = "redis://127.0.0.1:1/0"
     client = make_api(["users:read"])
     assert [client.get("/v1/connection").status for _ in range(3)] == [200, 200, 200]
+
+
+def test_options_is_not_served(api):
+    response = api.request("OPTIONS", "/v1/connection")
+    assert_envelope(response, 400, "bad_request")
+    assert "GET" in response.headers["Allow"]
+
+
+def test_malformed_json_is_bad_request_and_changes_nothing(api):
+    from apps.knowledge.models import KnowledgeDocument
+
+    response = api.post("/v1/knowledge/urls", data=b'{"url": "example.com",', content_type="application/json")
+    assert_envelope(response, 400, "bad_request")
+    assert "JSON" in response.json()["message"]
+    assert KnowledgeDocument.objects.count() == 0
+
+
+def test_wrong_content_type_is_unsupported_media_type(api):
+    response = api.post("/v1/knowledge/urls", data=b"url=example.com", content_type="text/plain")
+    assert_envelope(response, 415, "unsupported_media_type")
+
+
+def test_oversized_json_body_is_payload_too_large(api, settings):
+    settings.API_MAX_JSON_BODY_BYTES = 2048
+    body = b'{"url": "https://example.com/", "name": "' + b"x" * 5000 + b'"}'
+    response = api.post("/v1/knowledge/urls", data=body, content_type="application/json")
+    assert_envelope(response, 413, "payload_too_large")
+
+
+def test_unknown_field_and_wrong_type_are_bad_request_naming_the_field(api):
+    unknown = api.post("/v1/knowledge/urls", json={"url": "https://example.com/", "colour": "red"})
+    assert_envelope(unknown, 400, "bad_request")
+    assert "colour" in unknown.json()["message"]
+    wrong = api.post("/v1/knowledge/urls", json={"url": "https://example.com/", "refresh_interval_hours": "24"})
+    assert_envelope(wrong, 400, "bad_request")
+    assert "refresh_interval_hours" in wrong.json()["message"]
