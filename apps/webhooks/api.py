@@ -7,6 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from apps.api.pagination import Keyset, page_request, paginate
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
+from apps.common.errors import NotFound
 from apps.webhooks import selectors, services
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import delivery_to_dict, secret_to_dict, webhook_to_dict
@@ -58,8 +59,23 @@ def _has_body(request) -> bool:
     return bool(request._request.body.strip())
 
 
-class WebhookViewSet(AgentViewSet):
+def _checked_id(value: str) -> str:
+    # PostgreSQL text cannot hold NUL; such an id names nothing, so it is a 404, not a 500.
+    if "\x00" in value:
+        raise NotFound("No such resource for this Agent.")
+    return value
+
+
+class WorkspaceAgentViewSet(AgentViewSet):
+    """Webhook operations may target any active Agent of the key's workspace."""
+
     agent_scope = "workspace"
+
+    def resolve_agent(self, agent_id):
+        return super().resolve_agent(None if agent_id is None else _checked_id(agent_id))
+
+
+class WebhookViewSet(WorkspaceAgentViewSet):
     required_scopes = {
         "retrieve": "webhooks:read",
         "partial_update": "webhooks:write",
@@ -126,8 +142,7 @@ class WebhookViewSet(AgentViewSet):
         return json_response(secret_to_dict(webhook, secret))
 
 
-class WebhookDeliveryViewSet(AgentViewSet):
-    agent_scope = "workspace"
+class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
     required_scopes = {
         "list": "webhooks:read",
         "retrieve": "webhooks:read",
@@ -159,7 +174,7 @@ class WebhookDeliveryViewSet(AgentViewSet):
         responses={200: WebhookDeliveryOut},
     )
     def retrieve(self, request, agent_id: str, delivery_id: str):
-        delivery = selectors.delivery_get(agent=self.agent, delivery_id=delivery_id)
+        delivery = selectors.delivery_get(agent=self.agent, delivery_id=_checked_id(delivery_id))
         return json_response(delivery_to_dict(delivery))
 
     @extend_schema(
@@ -172,5 +187,5 @@ class WebhookDeliveryViewSet(AgentViewSet):
         responses={200: WebhookDeliveryOut},
     )
     def retry(self, request, agent_id: str, delivery_id: str):
-        delivery = services.delivery_retry(agent=self.agent, delivery_id=delivery_id)
+        delivery = services.delivery_retry(agent=self.agent, delivery_id=_checked_id(delivery_id))
         return json_response(delivery_to_dict(delivery))
