@@ -57,6 +57,22 @@ def escape_cell(value: object) -> str:
     return escape_inline(text).replace("|", r"\|")
 
 
+# Joins a row's cells so the clean-up regexes run once per row, not once per cell (a CSV has
+# tens of thousands of cells). A private-use character: never produced by the steps below.
+_CELL_SEPARATOR = "\ue000"
+
+
+def _escape_row(row: Sequence[object]) -> list[str]:
+    values = ["" if value is None else str(value) for value in row]
+    if not values:
+        return []
+    joined = _CELL_SEPARATOR.join(values)
+    if joined.count(_CELL_SEPARATOR) != len(values) - 1:
+        return [escape_cell(value) for value in values]  # a cell holds the separator itself
+    escaped = escape_inline(clean_text(joined)).replace("|", r"\|")
+    return [" ".join(cell.split()) for cell in escaped.split(_CELL_SEPARATOR)]
+
+
 def markdown_table(rows: Sequence[Sequence[object]]) -> str:
     """Render rows as a GitHub-style table; the first row is the header.
 
@@ -67,7 +83,7 @@ def markdown_table(rows: Sequence[Sequence[object]]) -> str:
     width = max(len(row) for row in rows) or 1
     lines = []
     for index, row in enumerate(rows):
-        cells = [escape_cell(value) for value in row] + [""] * (width - len(row))
+        cells = _escape_row(row) + [""] * (width - len(row))
         lines.append("| " + " | ".join(cells) + " |")
         if index == 0:
             lines.append("|" + "---|" * width)
