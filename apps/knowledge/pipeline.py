@@ -275,7 +275,7 @@ def document_refresh(*, document_id: str) -> str:
     now = timezone.now()
     with transaction.atomic():
         document = (
-            KnowledgeDocument.objects.select_for_update()
+            KnowledgeDocument.objects.select_for_update(of=("self",))
             .select_related("current_version")
             .filter(REFRESH_WORK, pk=document_id)
             .first()
