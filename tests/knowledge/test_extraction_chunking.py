@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from apps.knowledge.extraction import chunk_markdown
@@ -117,6 +119,23 @@ def test_long_sentences_split_at_sentence_ends_first() -> None:
 def test_page_sections_of_a_pdf_become_chunk_paths() -> None:
     chunks = chunk_markdown("## Page 1\n\nFirst page text.\n\n## Page 2\n\nSecond page text.\n")
     assert [c.heading_path for c in chunks] == [["Page 1"], ["Page 2"]]
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "# " + " " * 200_000 + "x\n\nbody",  # closing-hash regexes backtrack on this
+        "text\n" + " " * 200_000 + "\n---\n",
+        "|" + " " * 200_000 + "x",
+        "| " + "header | " * 2_000 + "\n|---|\n| a | b |\n",
+        "```" + "x" * 10_000 + "\ncode\n```",
+    ],
+)
+def test_hostile_lines_are_chunked_quickly_and_within_limits(markdown: str) -> None:
+    started = time.monotonic()
+    chunks = chunk_markdown(markdown, max_chars=500)
+    assert time.monotonic() - started < 1
+    assert chunks and all(0 < len(c.text) <= 500 for c in chunks)
 
 
 def test_max_chars_must_leave_room_for_text() -> None:

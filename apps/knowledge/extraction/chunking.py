@@ -17,10 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# The closing "###" of an ATX heading is removed in Python: a regex for it backtracks
+# quadratically on long runs of spaces, and chunking runs on untrusted text outside the sandbox.
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
+_TABLE_SEPARATOR = re.compile(r"^\s*+\|?\s*+:?-{3,}")  # possessive: no backtracking
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
@@ -92,9 +94,19 @@ def _closes(marker: str, fence: str) -> bool:
 
 def _atx_heading(line: str) -> tuple[int, str] | None:
     match = _ATX.match(line)
-    if match and (match.group(2) or "").strip():
-        return len(match.group(1)), (match.group(2) or "").strip()
-    return None
+    if not match:
+        return None
+    title = heading_title(match.group(2) or "")
+    return (len(match.group(1)), title) if title else None
+
+
+def heading_title(text: str) -> str:
+    """An ATX heading's text without its optional closing hashes ("## Title ##" -> "Title")."""
+    text = text.strip()
+    stripped = text.rstrip("#")
+    if stripped != text and (not stripped or stripped[-1] in " \t"):
+        text = stripped.strip()
+    return text
 
 
 def _starts_setext(line: str, next_line: str, current: _Section) -> bool:
@@ -149,12 +161,19 @@ def _pack(blocks: list[str], max_chars: int) -> list[str]:
 
 def _split_block(block: str, max_chars: int) -> list[str]:
     lines = block.split("\n")
-    if len(lines) >= 2 and lines[0].lstrip().startswith("|") and _TABLE_SEPARATOR.match(lines[1]):
+    frame_limit = max_chars // 2  # a header or fence repeated in every piece must leave room
+    is_table = len(lines) >= 3 and lines[0].lstrip().startswith("|")
+    if (
+        is_table
+        and _TABLE_SEPARATOR.match(lines[1])
+        and len(lines[0]) + len(lines[1]) < frame_limit
+    ):
         return _split_lines(lines[2:], max_chars, prefix=lines[:2])
     fence = _FENCE.match(lines[0])
-    if fence and len(lines) >= 2:
-        closing = lines[-1] if _FENCE.match(lines[-1]) else fence.group(1)
-        body = lines[1:-1] if _FENCE.match(lines[-1]) else lines[1:]
+    if fence and len(lines) >= 3 and len(lines[0]) < frame_limit // 2:
+        closed = _FENCE.match(lines[-1]) is not None
+        body = lines[1:-1] if closed else lines[1:]
+        closing = lines[-1] if closed else fence.group(1)
         return _split_lines(body, max_chars, prefix=[lines[0]], suffix=[closing])
     return _split_lines(lines, max_chars)
 
@@ -164,7 +183,7 @@ def _split_lines(
 ) -> list[str]:
     """Pack lines into pieces under max_chars, each wrapped in prefix and suffix lines."""
     frame = sum(len(line) + 1 for line in (*prefix, *suffix))
-    room = max(max_chars - frame, max_chars // 2)
+    room = max_chars - frame
     units: list[str] = []
     for line in lines:
         units.extend(_split_long_line(line, room) if len(line) > room else [line])

@@ -15,6 +15,7 @@ import re
 
 import charset_normalizer
 
+from .chunking import heading_title
 from .result import Extraction
 
 _BOMS = (
@@ -25,7 +26,7 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+)$", re.MULTILINE)
 # More than this share of control characters and it is not text.
 _MAX_CONTROL_SHARE = 0.01
 
@@ -110,7 +111,7 @@ def extract_text(data: bytes) -> Extraction:
 def extract_markdown(data: bytes) -> Extraction:
     text = decode_or_fail(data).strip("\n")
     match = _ATX_HEADING.search(_without_code(text))
-    title = match.group(1).strip() if match else None
+    title = heading_title(match.group(1))[:300] or None if match else None
     return Extraction(markdown=text + "\n" if text else "", page_count=None, title=title)
 
 
