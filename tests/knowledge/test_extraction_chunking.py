@@ -124,8 +124,10 @@ def test_page_sections_of_a_pdf_become_chunk_paths() -> None:
 @pytest.mark.parametrize(
     "markdown",
     [
-        "# " + " " * 200_000 + "x\n\nbody",  # closing-hash regexes backtrack on this
-        "text\n" + " " * 200_000 + "\n---\n",
+        # Shapes that made the former heading and table-separator regexes backtrack
+        # quadratically (8,000 characters took seconds; these would take an hour).
+        "# a" + " \t" * 100_000 + "b\n\nbody",
+        "\n" + " " * 200_000 + "y\n---\n",
         "|" + " " * 200_000 + "x",
         "| " + "header | " * 2_000 + "\n|---|\n| a | b |\n",
         "```" + "x" * 10_000 + "\ncode\n```",
