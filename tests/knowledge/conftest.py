@@ -112,3 +112,28 @@ def html_page(title: str, *paragraphs: str) -> str:
         f"<!doctype html><html><head><title>{title}</title></head>"
         f"<body><article><h1>{title}</h1>{body}</article></body></html>"
     )
+
+
+def start_knowledge_worker(media_root) -> object:
+    """A real `celery worker` on this test process's queue that shares our media folder and
+    may fetch pages from 127.0.0.1 (only through the test-only setting)."""
+    from config.celery import app
+    from tests.workers import WorkerProcess
+
+    return WorkerProcess(
+        queues=app.conf.task_default_queue,
+        MEDIA_ROOT=str(media_root),
+        NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1",
+    ).start()
+
+
+@pytest.fixture
+def knowledge_worker(transactional_db, settings, media_root):
+    from config.celery import app
+
+    if not settings.REDIS_URL:
+        pytest.skip("a real worker needs Redis (REDIS_URL)")
+    app.control.purge()
+    worker = start_knowledge_worker(media_root)
+    yield worker
+    worker.stop()
