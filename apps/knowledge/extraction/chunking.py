@@ -114,6 +114,7 @@ def _starts_setext(line: str, next_line: str, current: _Section) -> bool:
     return bool(
         _SETEXT.match(next_line)
         and line.strip()
+        and len(line) - len(line.lstrip(" ")) <= 3  # deeper is an indented code block
         and not _TABLE_SEPARATOR.match(line)
         and not line.lstrip().startswith(("|", "-", "*", "+", ">", "<!--"))
         and (not current.lines or not current.lines[-1].strip())
