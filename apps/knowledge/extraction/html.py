@@ -39,8 +39,8 @@ from .result import Extraction
 from .text import decode_or_fail
 
 _DROPPED = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed"}
-_DROPPED |= {"head", "img", "picture", "video", "audio", "canvas", "map", "input", "select"}
-_DROPPED |= {"button", "textarea", "option", "link", "meta"}
+_DROPPED |= {"img", "picture", "video", "audio", "canvas", "map", "input", "select", "button"}
+_DROPPED |= {"textarea", "option"}
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "form"}
 _BLOCKS |= {"fieldset", "address", "figure", "figcaption", "details", "summary", "center", "dl"}
 _BLOCKS |= {"dt", "dd", "body", "html", "hgroup", "caption", "legend", "tbody", "thead", "tfoot"}
@@ -69,14 +69,14 @@ def extract_html(data: bytes, *, source_url: str | None = None) -> Extraction:
     title = _meta_title(main) or _page_title(page)
     main_text = _visible_text(main) if main is not None else ""
 
-    if _keeps_enough(main_text, full_text):
+    if _use_main_content(main_text, full_text):
         markdown = _Renderer(base_url=source_url).render(_body(main))
     else:
         markdown = _Renderer(base_url=source_url).render(_body(page))
     return Extraction(markdown=markdown + "\n" if markdown else "", page_count=None, title=title)
 
 
-def _keeps_enough(main_text: str, full_text: str) -> bool:
+def _use_main_content(main_text: str, full_text: str) -> bool:
     return bool(main_text) and len(full_text) >= SHORT_PAGE_CHARS
 
 
@@ -87,10 +87,10 @@ def _parse(text: str) -> etree._Element | None:
         root = lxml.html.document_fromstring(text)
     except (etree.ParserError, ValueError):
         return None
-    # Comments and processing instructions have no text; dropping keeps their tails.
-    dropped = _DROPPED - {"head", "meta"}
+    # Comments and processing instructions have no text; dropping keeps their tails. The
+    # <head> stays for its title (only the <body> is rendered).
     for element in list(root.iter()):
-        is_text = isinstance(element.tag, str) and element.tag.lower() not in dropped
+        is_text = isinstance(element.tag, str) and element.tag.lower() not in _DROPPED
         if not is_text and element.getparent() is not None:
             element.drop_tree()
     return root
