@@ -1,0 +1,238 @@
+"""/v1 users, conversations, messages and runs (contract 4.1), and POST /v1/ingest.
+
+Thin: parse the query, call a selector or the recording service, render with plain functions.
+"""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
+
+from apps.activity import selectors
+from apps.activity.rendering import (
+    conversation_to_dict,
+    message_to_dict,
+    run_to_dict,
+    user_to_dict,
+)
+from apps.activity.serializers import (
+    RECORD_SERIALIZERS,
+    ConversationOut,
+    IngestResultOut,
+    MessageOut,
+    RunOut,
+    UserOut,
+    records_parse,
+)
+from apps.activity.services import activity_record
+from apps.api.pagination import page_request, paginate
+from apps.api.parsing import IngestJsonParser
+from apps.api.serializers import list_envelope
+from apps.api.views import AgentViewSet, json_response
+
+UserList = list_envelope(UserOut, "UserList")
+ConversationList = list_envelope(ConversationOut, "ConversationList")
+MessageList = list_envelope(MessageOut, "MessageList")
+RunList = list_envelope(RunOut, "RunList")
+
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+        description="Page size, 1 to 100 (default 20); a value outside the range is a 400.",
+    ),
+    OpenApiParameter(
+        "after", OpenApiTypes.STR, description="The previous page's `next_cursor`; opaque."
+    ),
+]
+ID_PARAMETER = [OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH)]
+
+
+def _filter_parameters(filters) -> list[OpenApiParameter]:
+    types = {"datetime": OpenApiTypes.DATETIME}
+    return [
+        OpenApiParameter(
+            spec.name,
+            types.get(spec.kind, OpenApiTypes.STR),
+            description=spec.description + " (extension)",
+            enum=list(spec.choices) or None,
+        )
+        for spec in filters
+    ]
+
+
+class UserViewSet(AgentViewSet):
+    required_scopes = {"list": "users:read", "retrieve": "users:read"}
+    error_statuses = {"retrieve": (404,)}
+    openapi_tags = ["Users"]
+
+    @extend_schema(
+        summary="List users",
+        description="Users observed by the Agent, most recently seen first.",
+        parameters=PAGE_PARAMETERS + _filter_parameters(selectors.USER_FILTERS),
+        responses={200: UserList},
+    )
+    def list(self, request, agent_id: str | None = None):
+        page = page_request(request.query_params)
+        filters = selectors.filters_parse(request.query_params, selectors.USER_FILTERS)
+        queryset = selectors.user_list(agent=self.agent, filters=filters)
+        result = paginate(queryset, keyset=selectors.USER_KEYSET, page=page)
+        return json_response(result.envelope(user_to_dict))
+
+    @extend_schema(summary="Retrieve a user", parameters=ID_PARAMETER, responses={200: UserOut})
+    def retrieve(self, request, id: str, agent_id: str | None = None):
+        return json_response(user_to_dict(selectors.user_get(agent=self.agent, user_id=id)))
+
+
+class ConversationViewSet(AgentViewSet):
+    required_scopes = {
+        "list": "conversations:read",
+        "retrieve": "conversations:read",
+        "messages": "conversations:read",
+    }
+    error_statuses = {"retrieve": (404,), "messages": (404,)}
+    openapi_tags = ["Conversations"]
+
+    @extend_schema(
+        summary="List conversations",
+        description="Conversation metadata, most recently updated first; message content "
+        "comes from the messages operation.",
+        parameters=PAGE_PARAMETERS + _filter_parameters(selectors.CONVERSATION_FILTERS),
+        responses={200: ConversationList},
+    )
+    def list(self, request, agent_id: str | None = None):
+        page = page_request(request.query_params)
+        filters = selectors.filters_parse(request.query_params, selectors.CONVERSATION_FILTERS)
+        queryset = selectors.conversation_list(agent=self.agent, filters=filters)
+        result = paginate(queryset, keyset=selectors.CONVERSATION_KEYSET, page=page)
+        return json_response(result.envelope(conversation_to_dict))
+
+    @extend_schema(
+        summary="Retrieve a conversation", parameters=ID_PARAMETER, responses={200: ConversationOut}
+    )
+    def retrieve(self, request, id: str, agent_id: str | None = None):
+        conversation = selectors.conversation_get(agent=self.agent, conversation_id=id)
+        return json_response(conversation_to_dict(conversation))
+
+    @extend_schema(
+        summary="List a conversation's messages",
+        description="Messages of a conversation of the Agent, oldest first.",
+        parameters=ID_PARAMETER + PAGE_PARAMETERS,
+        responses={200: MessageList},
+    )
+    def messages(self, request, id: str, agent_id: str | None = None):
+        page = page_request(request.query_params)
+        queryset = selectors.message_list(agent=self.agent, conversation_id=id)
+        result = paginate(queryset, keyset=selectors.MESSAGE_KEYSET, page=page)
+        return json_response(result.envelope(message_to_dict))
+
+
+class RunViewSet(AgentViewSet):
+    required_scopes = {"list": "runs:read", "retrieve": "runs:read"}
+    error_statuses = {"retrieve": (404,)}
+    openapi_tags = ["Runs"]
+
+    @extend_schema(
+        summary="List runs",
+        description="Model runs of the Agent, newest first.",
+        parameters=PAGE_PARAMETERS + _filter_parameters(selectors.RUN_FILTERS),
+        responses={200: RunList},
+    )
+    def list(self, request, agent_id: str | None = None):
+        page = page_request(request.query_params)
+        filters = selectors.filters_parse(request.query_params, selectors.RUN_FILTERS)
+        queryset = selectors.run_list(agent=self.agent, filters=filters)
+        result = paginate(queryset, keyset=selectors.RUN_KEYSET, page=page)
+        return json_response(result.envelope(run_to_dict))
+
+    @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
+    def retrieve(self, request, id: str, agent_id: str | None = None):
+        return json_response(run_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
+
+
+IngestRecord = PolymorphicProxySerializer(
+    component_name="IngestRecord",
+    serializers=list(RECORD_SERIALIZERS.values()),
+    resource_type_field_name="type",
+    many=True,
+)
+
+_INGEST_EXAMPLE = [
+    {
+        "type": "user",
+        "id": "usr_01JD0000000000000000000001",
+        "external_id": "customer-42",
+        "identity_type": "user",
+        "display_name": "Ada Lovelace",
+        "email": "ada@example.com",
+        "last_seen_at": "2025-01-31T12:00:00Z",
+    },
+    {
+        "type": "conversation",
+        "id": "conv_01JD0000000000000000000001",
+        "user_id": "usr_01JD0000000000000000000001",
+        "title": "Refund for order 1042",
+        "source": "embed",
+        "status": "streaming",
+        "created_at": "2025-01-31T12:00:00Z",
+    },
+    {
+        "type": "message",
+        "id": "msg_01JD0000000000000000000001",
+        "conversation_id": "conv_01JD0000000000000000000001",
+        "role": "user",
+        "parts": [{"type": "text", "text": "Where is my refund?"}],
+        "created_at": "2025-01-31T12:00:01Z",
+    },
+    {
+        "type": "run",
+        "id": "run_01JD0000000000000000000001",
+        "conversation_id": "conv_01JD0000000000000000000001",
+        "request_id": "req_8f2c",
+        "status": "completed",
+        "model_id": "gpt-4.1-mini",
+        "sdk_version": "5.0.12",
+        "protocol_version": 1,
+        "input_tokens": 1830,
+        "output_tokens": 212,
+        "total_tokens": 2042,
+        "credits_charged": 0.42,
+        "tool_names": ["lookup_order"],
+        "created_at": "2025-01-31T12:00:01Z",
+        "completed_at": "2025-01-31T12:00:04Z",
+        "total_turn_latency_ms": 2870,
+    },
+]
+
+
+class IngestViewSet(AgentViewSet):
+    required_scopes = {"create": "activity:write"}
+    extension_actions = ("create",)
+    error_statuses = {"create": (413,)}
+    openapi_tags = ["Ingest"]
+    parser_classes = [IngestJsonParser]
+
+    @extend_schema(
+        summary="Record activity (extension)",
+        description=(
+            "The Agent runtime records what it observes: a JSON array (1 to 1000) of records, "
+            "each the contract's resource fields (minus `object`) plus `type`. Records are "
+            "upserted by `id` (users also by `external_id`) in order, in one transaction: an "
+            "invalid record is a 400 naming `records[i].field` and nothing is kept. A run "
+            "moves from `streaming` to `completed`, `failed` or `aborted` once; an ended run "
+            "cannot change status again (400). See docs/activity-recording.md."
+        ),
+        request=IngestRecord,
+        responses={200: IngestResultOut},
+        examples=[
+            OpenApiExample(f"A {record['type']} record", record, request_only=True)
+            for record in _INGEST_EXAMPLE
+        ],
+    )
+    def create(self, request, agent_id: str | None = None):
+        records = records_parse(request.data)
+        result = activity_record(agent=self.agent, records=records)
+        return json_response(result.as_dict())

@@ -1,0 +1,185 @@
+"""Reads of activity, shared by the API and the console: always the Agent first.
+
+Each list has one keyset (its order) and a few filters, each validated here once so the API
+answers 400 and the console shows the same message. Every filter combination stays an index
+range scan: see the indexes in models.py.
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db.models import QuerySet
+from django.utils.dateparse import parse_date, parse_datetime
+
+from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
+from apps.api.pagination import Keyset
+from apps.common.errors import BadRequest, NotFound
+from apps.workspaces.models import Agent
+
+USER_KEYSET = Keyset("users", "last_seen_at", descending=True)
+CONVERSATION_KEYSET = Keyset("conversations", "updated_at", descending=True)
+MESSAGE_KEYSET = Keyset("messages", "created_at", descending=False)
+RUN_KEYSET = Keyset("runs", "created_at", descending=True)
+
+STATUSES = tuple(RunStatus.values)
+
+
+def _is_id(value: str) -> bool:
+    """Whether a path id could name a row: longer ones or NUL bytes never do (and PostgreSQL
+    refuses NUL in text, so such ids must not reach a query)."""
+    return 0 < len(value) <= ID_MAX_LENGTH and "\x00" not in value
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A documented query parameter of a list: its name, kind and help text."""
+
+    name: str
+    kind: str  # "id", "choice", "datetime", "text"
+    description: str
+    choices: tuple[str, ...] = ()
+
+
+USER_FILTERS = (Filter("external_id", "text", "Only the user with this external id."),)
+CONVERSATION_FILTERS = (
+    Filter("user_id", "id", "Only conversations of this user."),
+    Filter("status", "choice", "Only conversations with this status.", STATUSES),
+    Filter("source", "choice", "Only conversations from this source.", ("embed", "preview")),
+    Filter("updated_after", "datetime", "Only conversations updated at or after this date-time."),
+    Filter("updated_before", "datetime", "Only conversations updated before this date-time."),
+)
+RUN_FILTERS = (
+    Filter("conversation_id", "id", "Only runs of this conversation."),
+    Filter("user_id", "id", "Only runs of this user."),
+    Filter("status", "choice", "Only runs with this status.", STATUSES),
+    Filter("created_after", "datetime", "Only runs created at or after this date-time."),
+    Filter("created_before", "datetime", "Only runs created before this date-time."),
+)
+
+
+def _parse_datetime(name: str, raw: str) -> datetime:
+    value = None
+    try:
+        value = parse_datetime(raw)
+        if value is None:
+            day = parse_date(raw)
+            if day is not None:
+                value = datetime(day.year, day.month, day.day)
+    except ValueError:
+        value = None
+    if value is None:
+        raise BadRequest(
+            f"{name} must be an ISO 8601 date or date-time (for example 2025-01-31T00:00:00Z); "
+            f"got {raw!r}."
+        )
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    try:
+        # In UTC, so an exotic offset (PostgreSQL accepts at most +-15:59) never reaches SQL.
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise BadRequest(f"{name} is out of range; got {raw!r}.") from None
+
+
+def filters_parse(params, filters: tuple[Filter, ...]) -> dict:
+    """Validated filter values from a query dict; absent or empty parameters are left out."""
+    values: dict = {}
+    for spec in filters:
+        raw = params.get(spec.name)
+        if raw is None or raw == "":
+            continue
+        if "\x00" in raw:
+            raise BadRequest(f"{spec.name} must not contain NUL characters.")
+        if spec.kind == "choice" and raw not in spec.choices:
+            raise BadRequest(f"{spec.name} must be one of: {', '.join(spec.choices)}; got {raw!r}.")
+        if spec.kind in ("id", "text") and len(raw) > 255:
+            raise BadRequest(f"{spec.name} is too long (at most 255 characters).")
+        values[spec.name] = _parse_datetime(spec.name, raw) if spec.kind == "datetime" else raw
+    return values
+
+
+# --- users ---------------------------------------------------------------------------------------
+
+
+def user_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[EndUser]:
+    queryset = EndUser.objects.filter(agent=agent)
+    filters = filters or {}
+    if "external_id" in filters:
+        queryset = queryset.filter(external_id=filters["external_id"])
+    return queryset
+
+
+def user_get(*, agent: Agent, user_id: str) -> EndUser:
+    user = EndUser.objects.filter(agent=agent, pk=user_id).first() if _is_id(user_id) else None
+    if user is None:
+        raise NotFound(f"No user {user_id!r} for this Agent.")
+    return user
+
+
+# --- conversations -------------------------------------------------------------------------------
+
+
+def conversation_list(
+    *, agent: Agent, filters: dict | None = None, title_search: str = ""
+) -> QuerySet[Conversation]:
+    queryset = Conversation.objects.filter(agent=agent)
+    filters = filters or {}
+    if "user_id" in filters:
+        queryset = queryset.filter(user_id=filters["user_id"])
+    if "status" in filters:
+        queryset = queryset.filter(status=filters["status"])
+    if "source" in filters:
+        queryset = queryset.filter(source=filters["source"])
+    if "updated_after" in filters:
+        queryset = queryset.filter(updated_at__gte=filters["updated_after"])
+    if "updated_before" in filters:
+        queryset = queryset.filter(updated_at__lt=filters["updated_before"])
+    if title_search:
+        queryset = queryset.filter(title__icontains=title_search)
+    return queryset
+
+
+def conversation_get(*, agent: Agent, conversation_id: str) -> Conversation:
+    conversation = (
+        Conversation.objects.filter(agent=agent, pk=conversation_id).first()
+        if _is_id(conversation_id)
+        else None
+    )
+    if conversation is None:
+        raise NotFound(f"No conversation {conversation_id!r} for this Agent.")
+    return conversation
+
+
+def message_list(*, agent: Agent, conversation_id: str) -> QuerySet[Message]:
+    """Messages of one conversation of the Agent; another Agent's conversation is not found."""
+    if not _is_id(conversation_id) or not (
+        Conversation.objects.filter(agent=agent, pk=conversation_id).exists()
+    ):
+        raise NotFound(f"No conversation {conversation_id!r} for this Agent.")
+    return Message.objects.filter(conversation_id=conversation_id)
+
+
+# --- runs ----------------------------------------------------------------------------------------
+
+
+def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
+    queryset = Run.objects.filter(agent=agent)
+    filters = filters or {}
+    if "conversation_id" in filters:
+        queryset = queryset.filter(conversation_id=filters["conversation_id"])
+    if "user_id" in filters:
+        queryset = queryset.filter(user_id=filters["user_id"])
+    if "status" in filters:
+        queryset = queryset.filter(status=filters["status"])
+    if "created_after" in filters:
+        queryset = queryset.filter(created_at__gte=filters["created_after"])
+    if "created_before" in filters:
+        queryset = queryset.filter(created_at__lt=filters["created_before"])
+    return queryset
+
+
+def run_get(*, agent: Agent, run_id: str) -> Run:
+    run = Run.objects.filter(agent=agent, pk=run_id).first() if _is_id(run_id) else None
+    if run is None:
+        raise NotFound(f"No run {run_id!r} for this Agent.")
+    return run

@@ -1,0 +1,367 @@
+"""Activity shapes: `...Out` describe the contract's objects for OpenAPI (output is built by
+apps.activity.rendering), `...RecordIn` validate the records the runtime sends to
+POST /v1/ingest and `import_activity` — one record format for both.
+
+A record is the contract's resource fields (minus `object`) plus `type`, plus
+`conversation_id` for messages and `conversation_id`/`user_id` for runs. Every field but
+`type` is optional in the schema; which ones a *new* row needs is the recording service's rule.
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import orjson
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import EmailValidator, URLValidator
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, RunStatus
+from apps.api.serializers import StrictCharField, StrictIntegerField, StrictSerializer
+from apps.common.errors import BadRequest
+
+MAX_RECORDS_PER_REQUEST = 1000
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
+
+# --- Output (OpenAPI only) -------------------------------------------------------------------
+
+_STATUS = [choice.value for choice in RunStatus]
+
+
+class UserOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["user"])
+    id = serializers.CharField()
+    external_id = serializers.CharField(allow_null=True)
+    identity_type = serializers.CharField(
+        help_text="Observed identity kind: `anonymous`, `user` or `preview`; legacy `unknown`."
+    )
+    display_name = serializers.CharField(allow_null=True)
+    email = serializers.EmailField(allow_null=True)
+    avatar_url = serializers.URLField(allow_null=True)
+    first_seen_at = serializers.DateTimeField()
+    last_seen_at = serializers.DateTimeField()
+
+
+class ConversationOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["conversation"])
+    id = serializers.CharField()
+    title = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=_STATUS, allow_null=True)
+    source = serializers.ChoiceField(choices=Conversation.Source.values, allow_null=True)
+    user_id = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class MessageOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["message"])
+    id = serializers.CharField()
+    role = serializers.ChoiceField(choices=Message.Role.values)
+    parts = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="Persisted AI SDK message parts, as recorded; items are unconstrained.",
+    )
+    source_id = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class RunOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["run"])
+    id = serializers.CharField()
+    conversation_id = serializers.CharField()
+    user_id = serializers.CharField(allow_null=True)
+    request_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=_STATUS)
+    model_id = serializers.CharField(allow_null=True)
+    effort = serializers.CharField(allow_null=True)
+    sdk_version = serializers.CharField()
+    protocol_version = serializers.IntegerField(min_value=1)
+    input_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    output_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    total_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    cache_read_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    cache_write_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    credits_charged = serializers.FloatField(min_value=0, allow_null=True)
+    tool_names = serializers.ListField(child=serializers.CharField())
+    failed_tool_names = serializers.ListField(child=serializers.CharField())
+    component_kinds = serializers.ListField(child=serializers.CharField())
+    error_code = serializers.CharField(allow_null=True)
+    first_chunk_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+    total_turn_latency_ms = serializers.FloatField(
+        min_value=0, allow_null=True, help_text="Milliseconds."
+    )
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class IngestResultOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["ingest_result"])
+    created = serializers.IntegerField(min_value=0, help_text="Records that created a row.")
+    updated = serializers.IntegerField(min_value=0, help_text="Records that changed a row.")
+    unchanged = serializers.IntegerField(
+        min_value=0, help_text="Records identical to what was already recorded."
+    )
+
+
+# --- Strict input fields ---------------------------------------------------------------------
+
+
+class RecordIdField(StrictCharField):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_length=ID_MAX_LENGTH, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not _ID_PATTERN.match(value):
+            raise serializers.ValidationError(
+                "Must be letters, digits, '_', '-', '.' or ':' (for example run_01J...)."
+            )
+        return value
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class StrictDateTimeField(serializers.Field):
+    """An ISO 8601 date-time string; a value without an offset is taken as UTC."""
+
+    def to_internal_value(self, data) -> datetime:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be an ISO 8601 date-time string.")
+        try:
+            value = parse_datetime(data)
+        except ValueError:
+            value = None
+        if value is None:
+            raise serializers.ValidationError(
+                "Must be an ISO 8601 date-time, for example 2025-01-31T12:00:00Z."
+            )
+        if timezone.is_naive(value):
+            value = value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise serializers.ValidationError("Date-time out of range.") from None
+
+    def to_representation(self, value):
+        return value
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError(
+                f"Must be one of: {', '.join(map(str, self.choices))}."
+            )
+        if data not in self.choices:
+            raise serializers.ValidationError(
+                f"Must be one of: {', '.join(map(str, self.choices))}; got {data!r}."
+            )
+        return data
+
+
+@extend_schema_field({"type": "number", "minimum": 0})
+class StrictNumberField(serializers.Field):
+    def __init__(self, *, min_value: float | None = None, **kwargs) -> None:
+        self.min_value = min_value
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise serializers.ValidationError("Must be a JSON number.")
+        if self.min_value is not None and data < self.min_value:
+            raise serializers.ValidationError(f"Must be at least {self.min_value}.")
+        return float(data)
+
+    def to_representation(self, value):
+        return value
+
+
+class StrictStringListField(serializers.ListField):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(child=StrictCharField(max_length=255), **kwargs)
+
+
+@extend_schema_field({"type": "array", "items": {}})
+class PartsField(serializers.Field):
+    """AI SDK message parts: a JSON array, stored exactly as given."""
+
+    def to_internal_value(self, data) -> list:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Must be a JSON array of message parts.")
+        if b"\\u0000" in orjson.dumps(data):
+            # PostgreSQL's jsonb cannot store NUL characters.
+            raise serializers.ValidationError("Must not contain NUL (\\u0000) characters.")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+@extend_schema_field(OpenApiTypes.EMAIL)
+class EmailStringField(StrictCharField):
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            EmailValidator()(value)
+        except DjangoValidationError:
+            raise serializers.ValidationError("Must be an email address.") from None
+        return value
+
+
+@extend_schema_field(OpenApiTypes.URI)
+class HttpUrlField(StrictCharField):
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            URLValidator(schemes=["http", "https"])(value)
+        except DjangoValidationError:
+            raise serializers.ValidationError("Must be an http or https URL.") from None
+        return value
+
+
+def _nullable_text(max_length: int = 255):
+    return StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=max_length,
+        trim_whitespace=False,
+    )
+
+
+def _tokens():
+    return StrictIntegerField(required=False, allow_null=True, min_value=0)
+
+
+# --- Records -----------------------------------------------------------------------------------
+
+
+class _RecordIn(StrictSerializer):
+    pass
+
+
+class UserRecordIn(_RecordIn):
+    type = StrictChoiceField(choices=["user"])
+    id = RecordIdField(required=False)
+    external_id = StrictCharField(required=False, allow_null=True, max_length=255)
+    identity_type = StrictChoiceField(choices=EndUser.IdentityType.values, required=False)
+    display_name = _nullable_text()
+    email = EmailStringField(required=False, allow_null=True, max_length=320)
+    avatar_url = HttpUrlField(required=False, allow_null=True, max_length=2048)
+    first_seen_at = StrictDateTimeField(required=False)
+    last_seen_at = StrictDateTimeField(required=False)
+
+
+class ConversationRecordIn(_RecordIn):
+    type = StrictChoiceField(choices=["conversation"])
+    id = RecordIdField(required=False)
+    title = _nullable_text(500)
+    status = StrictChoiceField(choices=_STATUS, required=False, allow_null=True)
+    source = StrictChoiceField(choices=Conversation.Source.values, required=False, allow_null=True)
+    user_id = RecordIdField(required=False, allow_null=True)
+    created_at = StrictDateTimeField(required=False)
+    updated_at = StrictDateTimeField(required=False)
+
+
+class MessageRecordIn(_RecordIn):
+    type = StrictChoiceField(choices=["message"])
+    id = RecordIdField(required=False)
+    conversation_id = RecordIdField(required=False)
+    role = StrictChoiceField(choices=Message.Role.values, required=False)
+    parts = PartsField(required=False)
+    source_id = _nullable_text()
+    created_at = StrictDateTimeField(required=False)
+    updated_at = StrictDateTimeField(required=False, allow_null=True)
+
+
+class RunRecordIn(_RecordIn):
+    type = StrictChoiceField(choices=["run"])
+    id = RecordIdField(required=False)
+    conversation_id = RecordIdField(required=False)
+    user_id = RecordIdField(required=False, allow_null=True)
+    request_id = StrictCharField(required=False, max_length=255)
+    status = StrictChoiceField(choices=_STATUS, required=False)
+    model_id = _nullable_text()
+    effort = _nullable_text(64)
+    sdk_version = StrictCharField(required=False, max_length=64)
+    protocol_version = StrictIntegerField(required=False, min_value=1)
+    input_tokens = _tokens()
+    output_tokens = _tokens()
+    total_tokens = _tokens()
+    cache_read_tokens = _tokens()
+    cache_write_tokens = _tokens()
+    credits_charged = StrictNumberField(required=False, allow_null=True, min_value=0)
+    tool_names = StrictStringListField(required=False)
+    failed_tool_names = StrictStringListField(required=False)
+    component_kinds = StrictStringListField(required=False)
+    error_code = _nullable_text()
+    first_chunk_at = StrictDateTimeField(required=False, allow_null=True)
+    completed_at = StrictDateTimeField(required=False, allow_null=True)
+    total_turn_latency_ms = StrictNumberField(required=False, allow_null=True, min_value=0)
+    created_at = StrictDateTimeField(required=False)
+    updated_at = StrictDateTimeField(required=False)
+
+
+RECORD_SERIALIZERS: dict[str, type[_RecordIn]] = {
+    "user": UserRecordIn,
+    "conversation": ConversationRecordIn,
+    "message": MessageRecordIn,
+    "run": RunRecordIn,
+}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One validated record: its kind, the fields it carried, and its label for messages."""
+
+    kind: str
+    fields: dict
+    label: str
+
+
+def _first_error(detail) -> tuple[str, str]:
+    """(dotted field path, message) of DRF's first error."""
+    if isinstance(detail, dict):
+        field, value = next(iter(detail.items()))
+        inner_path, message = _first_error(value)
+        path = "" if field == "non_field_errors" else str(field)
+        if inner_path:
+            path = f"{path}[{inner_path}]" if inner_path.isdigit() else f"{path}.{inner_path}"
+        return path, message
+    if isinstance(detail, list) and detail:
+        return _first_error(detail[0])
+    return "", str(detail)
+
+
+def record_parse(item, *, label: str) -> Record:
+    """Validate one raw record; a problem is a BadRequest naming `label.field`."""
+    if not isinstance(item, dict):
+        raise BadRequest(f"{label}: must be a JSON object with a 'type'.")
+    kind = item.get("type")
+    serializer_class = RECORD_SERIALIZERS.get(kind) if isinstance(kind, str) else None
+    if serializer_class is None:
+        raise BadRequest(f"{label}.type: must be one of: {', '.join(RECORD_SERIALIZERS)}.")
+    serializer = serializer_class(data=item)
+    if not serializer.is_valid():
+        path, message = _first_error(serializer.errors)
+        where = f"{label}.{path}" if path else label
+        raise BadRequest(f"{where}: {message}")
+    fields = dict(serializer.validated_data)
+    fields.pop("type")
+    return Record(kind=kind, fields=fields, label=label)
+
+
+def records_parse(data) -> list[Record]:
+    """A JSON array of records, as POST /v1/ingest receives it."""
+    if not isinstance(data, list):
+        raise BadRequest("The body must be a JSON array of records.")
+    if not data:
+        raise BadRequest("The body must hold at least one record.")
+    if len(data) > MAX_RECORDS_PER_REQUEST:
+        raise BadRequest(f"At most {MAX_RECORDS_PER_REQUEST} records per request; got {len(data)}.")
+    return [record_parse(item, label=f"records[{index}]") for index, item in enumerate(data)]

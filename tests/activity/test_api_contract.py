@@ -1,0 +1,362 @@
+"""Contract 4.1 over HTTP: exact objects, orders, scopes, tenancy, filters and query counts."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+
+from tests.activity.factories import (
+    conversation_factory,
+    end_user_factory,
+    message_factory,
+    run_factory,
+)
+from tests.activity.test_rendering import (
+    CONVERSATION_FIELDS,
+    MESSAGE_FIELDS,
+    RUN_FIELDS,
+    USER_FIELDS,
+)
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
+LIST_FIELDS = {"object", "data", "has_more", "next_cursor"}
+
+
+@pytest.fixture
+def activity(agent):
+    user = end_user_factory(agent=agent, last_seen_at=T0)
+    conversation = conversation_factory(agent=agent, user=user, updated_at=T0)
+    messages = [
+        message_factory(conversation=conversation, created_at=T0 + timedelta(seconds=i))
+        for i in range(3)
+    ]
+    run = run_factory(agent=agent, conversation=conversation, created_at=T0)
+    return {"user": user, "conversation": conversation, "messages": messages, "run": run}
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    ("path", "fields"),
+    [
+        ("/v1/users", USER_FIELDS),
+        ("/v1/conversations", CONVERSATION_FIELDS),
+        ("/v1/runs", RUN_FIELDS),
+    ],
+)
+def test_lists_return_the_envelope_with_exact_items(api, activity, path, fields):
+    response = api.get(path)
+    assert response.status == 200
+    assert response.headers["Content-Type"] == "application/json"
+    body = response.json()
+    assert set(body) == LIST_FIELDS
+    assert body["object"] == "list"
+    assert body["has_more"] is False
+    assert body["next_cursor"] is None
+    assert len(body["data"]) == 1
+    assert set(body["data"][0]) == fields
+
+
+@pytest.mark.smoke
+def test_messages_of_a_conversation_oldest_first(api, activity):
+    conversation = activity["conversation"]
+    body = api.get(f"/v1/conversations/{conversation.pk}/messages").json()
+    assert [m["id"] for m in body["data"]] == [m.pk for m in activity["messages"]]
+    assert all(set(m) == MESSAGE_FIELDS for m in body["data"])
+
+
+@pytest.mark.parametrize(
+    ("path", "key", "object_name"),
+    [
+        ("/v1/users/{}", "user", "user"),
+        ("/v1/conversations/{}", "conversation", "conversation"),
+        ("/v1/runs/{}", "run", "run"),
+    ],
+)
+def test_retrieve_returns_the_object_in_both_path_forms(
+    api, agent, activity, path, key, object_name
+):
+    row = activity[key]
+    for prefix in ("", f"/agents/{agent.pk}"):
+        response = api.get(path.format(row.pk).replace("/v1", f"/v1{prefix}", 1))
+        assert response.status == 200
+        assert response.json()["object"] == object_name
+        assert response.json()["id"] == row.pk
+
+
+@pytest.mark.parametrize(
+    ("path", "scope"),
+    [
+        ("/v1/users", "users:read"),
+        ("/v1/users/x", "users:read"),
+        ("/v1/conversations", "conversations:read"),
+        ("/v1/conversations/x", "conversations:read"),
+        ("/v1/conversations/x/messages", "conversations:read"),
+        ("/v1/runs", "runs:read"),
+        ("/v1/runs/x", "runs:read"),
+    ],
+)
+def test_missing_scope_is_insufficient_scope_naming_it(make_api, path, scope):
+    others = ["knowledge:read", "users:read", "conversations:read", "runs:read"]
+    client = make_api(scopes=[s for s in others if s != scope])
+    response = client.get(path)
+    assert response.status == 403
+    assert response.json()["name"] == "insufficient_scope"
+    assert f'scope="{scope}"' in response.headers["WWW-Authenticate"]
+
+
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [
+        ("/v1/users/{}", "user"),
+        ("/v1/conversations/{}", "conversation"),
+        ("/v1/conversations/{}/messages", "conversation"),
+        ("/v1/runs/{}", "run"),
+    ],
+)
+def test_another_agents_resource_is_not_found(
+    make_api, other_agent, sibling_agent, activity, path, key
+):
+    for agent in (other_agent, sibling_agent):
+        client = make_api(for_agent=agent)
+        response = client.get(path.format(activity[key].pk))
+        assert response.status == 404
+        assert response.json()["name"] == "not_found"
+
+
+def test_lists_never_show_another_agents_rows(make_api, sibling_agent, activity):
+    client = make_api(for_agent=sibling_agent)
+    for path in ("/v1/users", "/v1/conversations", "/v1/runs"):
+        assert client.get(path).json()["data"] == []
+
+
+def test_agent_path_of_another_agent_is_not_found(api, sibling_agent, activity):
+    response = api.get(f"/v1/agents/{sibling_agent.pk}/runs")
+    assert response.status == 404
+
+
+def test_runs_filters(api, agent, activity):
+    conversation = activity["conversation"]
+    other = conversation_factory(agent=agent)
+    failed = run_factory(
+        agent=agent, conversation=other, status="failed", created_at=T0 + timedelta(hours=1)
+    )
+    data = api.get("/v1/runs", params={"status": "failed"}).json()["data"]
+    assert [r["id"] for r in data] == [failed.pk]
+    data = api.get("/v1/runs", params={"conversation_id": conversation.pk}).json()["data"]
+    assert [r["id"] for r in data] == [activity["run"].pk]
+    after = (T0 + timedelta(minutes=30)).isoformat().replace("+00:00", "Z")
+    data = api.get("/v1/runs", params={"created_after": after}).json()["data"]
+    assert [r["id"] for r in data] == [failed.pk]
+    data = api.get("/v1/runs", params={"created_before": after}).json()["data"]
+    assert [r["id"] for r in data] == [activity["run"].pk]
+
+
+def test_conversation_filters(api, agent, activity):
+    other = conversation_factory(agent=agent, status="failed", source="preview")
+    assert [
+        c["id"] for c in api.get("/v1/conversations", params={"status": "failed"}).json()["data"]
+    ] == [other.pk]
+    assert [
+        c["id"] for c in api.get("/v1/conversations", params={"source": "preview"}).json()["data"]
+    ] == [other.pk]
+    by_user = api.get("/v1/conversations", params={"user_id": activity["user"].pk}).json()["data"]
+    assert [c["id"] for c in by_user] == [activity["conversation"].pk]
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("/v1/runs", "status=done"),
+        ("/v1/runs", "created_after=yesterday"),
+        ("/v1/runs", "created_before=2025-13-01"),
+        ("/v1/conversations", "source=web"),
+        ("/v1/conversations", "updated_after=x"),
+        ("/v1/runs", "limit=0"),
+        ("/v1/users", "limit=101"),
+        ("/v1/users", "after=forged"),
+    ],
+)
+def test_bad_filter_or_page_value_is_bad_request(api, path, query):
+    response = api.get(f"{path}?{query}")
+    assert response.status == 400
+    assert response.json()["name"] == "bad_request"
+    assert query.split("=")[0] in response.json()["message"]
+
+
+def test_cursor_of_one_list_is_refused_by_another(api, agent):
+    for i in range(3):
+        run_factory(agent=agent, created_at=T0 + timedelta(seconds=i))
+    cursor = api.get("/v1/runs?limit=1").json()["next_cursor"]
+    assert api.get(f"/v1/runs?limit=1&after={cursor}").status == 200
+    assert api.get(f"/v1/conversations?limit=1&after={cursor}").status == 400
+
+
+def test_runs_newest_first_ties_by_id(api, agent):
+    conversation = conversation_factory(agent=agent)
+    runs = [
+        run_factory(agent=agent, conversation=conversation, id=f"run_{c}", created_at=T0)
+        for c in "abc"
+    ]
+    runs.append(
+        run_factory(
+            agent=agent, conversation=conversation, id="run_z", created_at=T0 - timedelta(seconds=1)
+        )
+    )
+    ids = []
+    cursor = None
+    while True:
+        params = {"limit": 1} | ({"after": cursor} if cursor else {})
+        body = api.get("/v1/runs", params=params).json()
+        ids += [r["id"] for r in body["data"]]
+        if not body["has_more"]:
+            assert body["next_cursor"] is None
+            break
+        cursor = body["next_cursor"]
+    assert ids == ["run_c", "run_b", "run_a", "run_z"]
+
+
+def test_users_most_recently_seen_first(api, agent):
+    old = end_user_factory(agent=agent, last_seen_at=T0)
+    new = end_user_factory(agent=agent, last_seen_at=T0 + timedelta(days=1))
+    assert [u["id"] for u in api.get("/v1/users").json()["data"]] == [new.pk, old.pk]
+
+
+# --- constant queries ------------------------------------------------------------------------
+
+
+def _fill(agent, n=105):
+    user = end_user_factory(agent=agent)
+    conversation = conversation_factory(agent=agent, user=user)
+    for i in range(n):
+        end_user_factory(agent=agent)
+        conversation_factory(agent=agent, user=user)
+        message_factory(conversation=conversation, created_at=T0 + timedelta(seconds=i))
+        run_factory(agent=agent, conversation=conversation, created_at=T0 + timedelta(seconds=i))
+    return conversation
+
+
+@pytest.mark.parametrize(
+    ("path", "queries"),
+    [("/v1/runs", 2), ("/v1/users", 2), ("/v1/conversations", 2), ("messages", 3)],
+)
+def test_a_page_of_100_costs_a_constant_number_of_queries(
+    api, agent, django_assert_num_queries, path, queries
+):
+    conversation = _fill(agent)
+    if path == "messages":
+        path = f"/v1/conversations/{conversation.pk}/messages"
+    api.get("/v1/connection")  # the once-a-minute last_used_at write happens here
+    with django_assert_num_queries(queries):  # the key lookup, (the conversation), the page
+        first = api.get(f"{path}?limit=100").json()
+    assert len(first["data"]) == 100
+    with django_assert_num_queries(queries):
+        second = api.get(f"{path}?limit=100&after={first['next_cursor']}").json()
+    assert len(second["data"]) >= 5
+
+
+def _bulk_fill_with_sql(agent_id: str, n: int) -> None:
+    """n conversations, users, messages and runs in a few statements (generate_series)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO activity_enduser (id, agent_id, external_id, identity_type, "
+            "first_seen_at, last_seen_at) SELECT 'usr_' || %(a)s || g, %(a)s, 'e' || g, 'user', "
+            "now() - g * interval '1 minute', now() - g * interval '1 second' "
+            "FROM generate_series(1, %(n)s) g",
+            {"a": agent_id, "n": n},
+        )
+        cursor.execute(
+            "INSERT INTO activity_conversation (id, agent_id, user_id, status, created_at, "
+            "updated_at) SELECT 'conv_' || %(a)s || g, %(a)s, 'usr_' || %(a)s || (g %% 50 + 1), "
+            "(ARRAY['completed','failed','aborted','streaming'])[g %% 4 + 1], "
+            "now() - g * interval '1 minute', now() - g * interval '1 second' "
+            "FROM generate_series(1, %(n)s) g",
+            {"a": agent_id, "n": n},
+        )
+        cursor.execute(
+            "INSERT INTO activity_message (id, agent_id, conversation_id, role, parts, "
+            "created_at) SELECT 'msg_' || %(a)s || g, %(a)s, 'conv_' || %(a)s || (g %% 20 + 1), "
+            "'user', '[]', now() - g * interval '1 second' FROM generate_series(1, %(n)s) g",
+            {"a": agent_id, "n": n},
+        )
+        cursor.execute(
+            "INSERT INTO activity_run (id, agent_id, conversation_id, user_id, request_id, status, "
+            "sdk_version, protocol_version, tool_names, failed_tool_names, component_kinds, "
+            "created_at, updated_at) SELECT 'run_' || %(a)s || g, %(a)s, "
+            "'conv_' || %(a)s || (g %% 200 + 1), 'usr_' || %(a)s || (g %% 50 + 1), 'r' || g, "
+            "(ARRAY['completed','failed','aborted','streaming'])[g %% 4 + 1], '5', 1, "
+            "'[]', '[]', '[]', now() - g * interval '1 second', now() "
+            "FROM generate_series(1, %(n)s) g",
+            {"a": agent_id, "n": n},
+        )
+        cursor.execute(
+            "ANALYZE activity_enduser, activity_conversation, activity_message, activity_run"
+        )
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL plans")
+def test_every_list_and_filter_is_an_index_range_scan_without_sort(agent, other_agent):
+    from apps.activity import selectors
+    from apps.api.pagination import page_request, paginate
+
+    _bulk_fill_with_sql(agent.pk, 20000)
+    _bulk_fill_with_sql(other_agent.pk, 20000)
+    conversation_id = f"conv_{agent.pk}1"
+    cases = [
+        (selectors.user_list(agent=agent), selectors.USER_KEYSET, "enduser_agent_seen"),
+        (
+            selectors.conversation_list(agent=agent),
+            selectors.CONVERSATION_KEYSET,
+            "conv_agent_updated",
+        ),
+        (
+            selectors.conversation_list(agent=agent, filters={"status": "failed"}),
+            selectors.CONVERSATION_KEYSET,
+            "conv_agent_status",
+        ),
+        (
+            selectors.conversation_list(agent=agent, filters={"user_id": f"usr_{agent.pk}3"}),
+            selectors.CONVERSATION_KEYSET,
+            "conv_agent_user",
+        ),
+        (
+            selectors.message_list(agent=agent, conversation_id=conversation_id),
+            selectors.MESSAGE_KEYSET,
+            "msg_conv_created",
+        ),
+        (selectors.run_list(agent=agent), selectors.RUN_KEYSET, "run_agent_created"),
+        (
+            selectors.run_list(agent=agent, filters={"status": "failed"}),
+            selectors.RUN_KEYSET,
+            "run_agent_status",
+        ),
+        (
+            selectors.run_list(agent=agent, filters={"conversation_id": conversation_id}),
+            selectors.RUN_KEYSET,
+            "run_agent_conv",
+        ),
+        (
+            selectors.run_list(agent=agent, filters={"user_id": f"usr_{agent.pk}3"}),
+            selectors.RUN_KEYSET,
+            "run_agent_user",
+        ),
+        (
+            selectors.run_list(
+                agent=agent, filters={"created_after": T0, "created_before": datetime.now(UTC)}
+            ),
+            selectors.RUN_KEYSET,
+            "run_agent_created",
+        ),
+    ]
+    for queryset, keyset, index in cases:
+        first = paginate(queryset, keyset=keyset, page=page_request({"limit": "100"}))
+        deep = queryset.order_by(*keyset.order_by).filter(
+            keyset.after(getattr(first.rows[-1], keyset.field), first.rows[-1].pk)
+        )[:101]
+        for qs in (queryset.order_by(*keyset.order_by)[:101], deep):
+            plan = qs.explain()
+            assert (
+                f"Index Scan using {index}" in plan or f"Index Scan Backward using {index}" in plan
+            ), plan
+            assert "Sort" not in plan, plan
