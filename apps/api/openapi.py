@@ -41,6 +41,11 @@ class ScopedAutoSchema(AutoSchema):
     statuses such as 404 or 409) and `extension_actions` (actions beyond the contract).
     """
 
+    def _is_list_view(self, serializer=None) -> bool:
+        # Our lists answer the envelope of contract 2.1, declared explicitly with
+        # `list_envelope(...)`; never wrap a `list` action's response in a bare array.
+        return False
+
     def _action(self) -> str:
         return getattr(self.view, "action", None) or self.method.lower()
 

@@ -35,6 +35,9 @@ class AgentViewSet(ViewSet):
         key_agent = self.request.auth.agent
         if agent_id is None or agent_id == key_agent.pk:
             return key_agent
+        if "\x00" in agent_id:
+            # PostgreSQL refuses NUL in text: such an id names no Agent and must not reach SQL.
+            raise NotFound("No such Agent for this API key.")
         if self.agent_scope == "workspace":
             agent = Agent.objects.filter(
                 pk=agent_id, workspace_id=key_agent.workspace_id, status=Agent.Status.ACTIVE
