@@ -24,6 +24,7 @@ from apps.knowledge.extraction import UnsupportedType, detect_kind
 from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, KnowledgeDocument
 from apps.knowledge.search import unindex_chunks
 from apps.knowledge.selectors import document_get
+from apps.knowledge.uploads import too_large_message
 from apps.workspaces.models import Agent
 
 logger = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def document_create_from_upload(
     """
     limit = max_upload_bytes()
     if upload.size is not None and upload.size > limit:
-        raise PayloadTooLarge(f"The file is larger than the {limit // (1024 * 1024)} MB limit.")
+        raise PayloadTooLarge(too_large_message(limit))
     file_name = (upload.name or "").strip() or "upload"
     name = _check_name(name) or file_name[:MAX_NAME_LENGTH].strip() or "upload"
     upload.seek(0)

@@ -17,7 +17,8 @@ MULTIPART_OVERHEAD_BYTES = 64 * 1024
 
 
 def too_large_message(limit: int) -> str:
-    return f"The file is larger than the {limit // (1024 * 1024)} MB limit."
+    size = f"{limit / (1024 * 1024):g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
+    return f"The file is larger than the {size} limit."
 
 
 class LimitedUploadHandler(TemporaryFileUploadHandler):

@@ -1,3 +1,19 @@
+from django.urls import path
+
+from apps.knowledge import pages
+
 app_name = "knowledge"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("", pages.document_list, name="document_list"),
+    path("upload/", pages.document_upload, name="document_upload"),
+    path("urls/", pages.document_add_url, name="document_add_url"),
+    path("search/", pages.document_search, name="document_search"),
+    path("<str:document_id>/", pages.document_detail, name="document_detail"),
+    path("<str:document_id>/row/", pages.document_row, name="document_row"),
+    path("<str:document_id>/rename/", pages.document_rename, name="document_rename"),
+    path("<str:document_id>/toggle/", pages.document_toggle, name="document_toggle"),
+    path("<str:document_id>/refresh/", pages.document_refresh, name="document_refresh"),
+    path("<str:document_id>/schedule/", pages.document_schedule, name="document_schedule"),
+    path("<str:document_id>/delete/", pages.document_delete, name="document_delete"),
+]

@@ -1,0 +1,255 @@
+"""Console pages of knowledge: the document list (upload, add URL, search, row actions) and a
+document page. Thin: every rule lives in services and selectors, shared with the API."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from apps.api.pagination import page_request
+from apps.common.errors import BadRequest, ServiceError
+from apps.knowledge import search, selectors, services
+from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
+from apps.knowledge.uploads import limit_uploads
+from apps.workspaces.console import console_view
+
+LIST_TEMPLATE = "knowledge/document_list.html"
+DETAIL_TEMPLATE = "knowledge/document_detail.html"
+PAGE_SIZE = 25
+SEARCH_LIMIT = 10
+
+
+def _interval_choices() -> list[tuple[int, str]]:
+    labels = {0: "Never", 6: "Every 6 hours", 12: "Every 12 hours", 24: "Daily", 168: "Weekly"}
+    return [(hours, labels[hours]) for hours in REFRESH_INTERVALS]
+
+
+def _table_context(request: HttpRequest) -> dict:
+    try:
+        page = selectors.document_list(
+            agent=request.agent, page=page_request(request.GET, default_limit=PAGE_SIZE)
+        )
+    except BadRequest:
+        page = selectors.document_list(
+            agent=request.agent, page=page_request({}, default_limit=PAGE_SIZE)
+        )
+    return {
+        "documents": page.rows,
+        "next_cursor": page.next_cursor,
+        "interval_choices": _interval_choices(),
+        "is_paged": bool(request.GET.get("after")),
+    }
+
+
+@require_GET
+@console_view
+def document_list(request: HttpRequest) -> HttpResponse:
+    context = _table_context(request)
+    if request.htmx and request.GET.get("partial") == "table":
+        return render(request, f"{LIST_TEMPLATE}#document-table", context)
+    context.update(section="knowledge", max_upload_mb=services.max_upload_bytes() // 2**20)
+    return render(request, LIST_TEMPLATE, context)
+
+
+@csrf_exempt
+@require_POST
+def document_upload(request: HttpRequest) -> HttpResponse:
+    """One file per request (the page sends each with XMLHttpRequest to show progress).
+
+    CSRF is checked by the inner view, after the size-limited upload handler is installed:
+    the middleware would otherwise parse the whole body with the default handlers first.
+    """
+    limit_uploads(request)
+    try:
+        return _document_upload(request)
+    except ServiceError as exc:  # raised by the upload handler while the body streams in
+        return JsonResponse({"name": exc.name, "message": exc.message}, status=exc.status)
+
+
+@csrf_protect
+@console_view
+def _document_upload(request: HttpRequest) -> HttpResponse:
+    try:
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise BadRequest("Choose a file to upload.")
+        document = services.document_create_from_upload(agent=request.agent, upload=upload)
+    except ServiceError as exc:
+        return JsonResponse({"name": exc.name, "message": exc.message}, status=exc.status)
+    return JsonResponse({"id": document.pk, "name": document.name}, status=201)
+
+
+@require_POST
+@console_view
+def document_add_url(request: HttpRequest) -> HttpResponse:
+    url = request.POST.get("url", "")
+    name = request.POST.get("name", "").strip() or None
+    error = None
+    try:
+        interval = int(request.POST.get("refresh_interval_hours", "24"))
+        document = services.document_create_from_url(
+            agent=request.agent, url=url, name=name, refresh_interval_hours=interval
+        )
+    except ValueError:
+        error = "Choose a refresh interval."
+    except ServiceError as exc:
+        error = exc.message.removeprefix("url: ")
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        else:
+            messages.success(request, f"Added {document.source_url}.")
+        return redirect("knowledge:document_list")
+    context = _table_context(request)
+    context.update(url_error=error, url_value=url if error else "")
+    response = render(request, f"{LIST_TEMPLATE}#url-form", context)
+    if not error:
+        response["HX-Trigger"] = "knowledge-changed"
+    return response
+
+
+def _row(request: HttpRequest, document: KnowledgeDocument, *, error: str | None = None):
+    context = {"document": document, "interval_choices": _interval_choices(), "row_error": error}
+    response = render(request, f"{LIST_TEMPLATE}#document-row", context)
+    if request.method == "GET" and not document.is_working:
+        # The row has settled: htmx swaps this last answer in and stops polling.
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+def _get_or_404(request: HttpRequest, document_id: str) -> KnowledgeDocument:
+    from django.http import Http404
+
+    try:
+        return selectors.document_get(agent=request.agent, document_id=document_id)
+    except ServiceError:
+        raise Http404("No such document.") from None
+
+
+@require_GET
+@console_view
+def document_row(request: HttpRequest, document_id: str) -> HttpResponse:
+    return _row(request, _get_or_404(request, document_id))
+
+
+def _row_action(request: HttpRequest, document_id: str, action) -> HttpResponse:
+    error = None
+    try:
+        document = action()
+    except ServiceError as exc:
+        error = exc.message
+        document = _get_or_404(request, document_id)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(request.POST.get("next") or reverse("knowledge:document_list"))
+    return _row(request, document, error=error)
+
+
+@require_POST
+@console_view
+def document_rename(request: HttpRequest, document_id: str) -> HttpResponse:
+    return _row_action(
+        request,
+        document_id,
+        lambda: services.document_update(
+            agent=request.agent, document_id=document_id, name=request.POST.get("name", "")
+        ),
+    )
+
+
+@require_POST
+@console_view
+def document_toggle(request: HttpRequest, document_id: str) -> HttpResponse:
+    enable = request.POST.get("is_enabled") == "true"
+    return _row_action(
+        request,
+        document_id,
+        lambda: services.document_update(
+            agent=request.agent, document_id=document_id, is_enabled=enable
+        ),
+    )
+
+
+@require_POST
+@console_view
+def document_refresh(request: HttpRequest, document_id: str) -> HttpResponse:
+    return _row_action(
+        request,
+        document_id,
+        lambda: services.document_refresh_request(agent=request.agent, document_id=document_id),
+    )
+
+
+@require_POST
+@console_view
+def document_schedule(request: HttpRequest, document_id: str) -> HttpResponse:
+    def action():
+        try:
+            hours = int(request.POST.get("refresh_interval_hours", ""))
+        except ValueError:
+            raise BadRequest("Choose a refresh interval.") from None
+        return services.document_schedule(
+            agent=request.agent, document_id=document_id, refresh_interval_hours=hours
+        )
+
+    return _row_action(request, document_id, action)
+
+
+@require_POST
+@console_view
+def document_delete(request: HttpRequest, document_id: str) -> HttpResponse:
+    document = _get_or_404(request, document_id)
+    services.document_delete(agent=request.agent, document_id=document_id)
+    if request.htmx:
+        return HttpResponse("")  # the row's outerHTML becomes nothing
+    messages.success(request, f"Deleted “{document.name}”.")
+    return redirect("knowledge:document_list")
+
+
+@require_GET
+@console_view
+def document_search(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "").strip()[:500]
+    hits = (
+        search.search_chunks(agent=request.agent, query=query, limit=SEARCH_LIMIT) if query else []
+    )
+    context = {"query": query, "hits": hits}
+    if request.htmx:
+        return render(request, f"{LIST_TEMPLATE}#search-results", context)
+    context.update(_table_context(request), section="knowledge")
+    context["max_upload_mb"] = services.max_upload_bytes() // 2**20
+    return render(request, LIST_TEMPLATE, context)
+
+
+@require_GET
+@console_view
+def document_detail(request: HttpRequest, document_id: str) -> HttpResponse:
+    document = _get_or_404(request, document_id)
+    if request.htmx and request.GET.get("partial") == "status":
+        response = render(request, f"{DETAIL_TEMPLATE}#document-status", {"document": document})
+        if not document.is_working:
+            # Settled: stop polling and reload so the new content shows.
+            response.status_code = HttpResponseStopPolling.status_code
+            response["HX-Refresh"] = "true"
+        return response
+    try:
+        version = selectors.document_content(agent=request.agent, document_id=document_id)
+    except ServiceError:
+        version = None
+    return render(
+        request,
+        DETAIL_TEMPLATE,
+        {
+            "section": "knowledge",
+            "document": document,
+            "version": version,
+            "chunk_count": version.chunks.count() if version else 0,
+            "interval_choices": _interval_choices(),
+        },
+    )

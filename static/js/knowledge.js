@@ -1,0 +1,127 @@
+// Knowledge page: drag-and-drop or pick several files; each is sent with XMLHttpRequest so
+// its own progress bar moves; errors (413/415/409) show next to the file. When an upload
+// finishes, the document table reloads through htmx ("knowledge-changed").
+(function () {
+  "use strict";
+
+  function csrfToken(form) {
+    const input = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  function row(file) {
+    const item = document.createElement("li");
+    item.className = "upload-item";
+    const name = document.createElement("span");
+    name.className = "upload-name";
+    name.textContent = file.name;
+    const bar = document.createElement("div");
+    bar.className = "progress";
+    bar.setAttribute("role", "progressbar");
+    bar.setAttribute("aria-label", "Upload of " + file.name);
+    bar.setAttribute("aria-valuemin", "0");
+    bar.setAttribute("aria-valuemax", "100");
+    const fill = document.createElement("span");
+    bar.appendChild(fill);
+    const message = document.createElement("span");
+    message.className = "upload-message";
+    message.textContent = "Waiting…";
+    item.append(name, bar, message);
+    return { item, bar, fill, message };
+  }
+
+  function setProgress(view, percent) {
+    view.fill.style.width = percent + "%";
+    view.bar.setAttribute("aria-valuenow", String(percent));
+  }
+
+  function upload(form, file, view) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      const data = new FormData();
+      data.append("file", file, file.name);
+      xhr.open("POST", form.dataset.uploadUrl);
+      xhr.setRequestHeader("X-CSRFToken", csrfToken(form));
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", (event) => {
+        if (event.lengthComputable) {
+          setProgress(view, Math.round((event.loaded / event.total) * 100));
+          view.message.textContent = "Uploading…";
+        }
+      });
+      xhr.addEventListener("load", () => {
+        let body = {};
+        try { body = JSON.parse(xhr.responseText); } catch (error) { body = {}; }
+        if (xhr.status === 201) {
+          setProgress(view, 100);
+          view.item.classList.add("done");
+          view.message.textContent = "Uploaded; extracting and indexing…";
+        } else {
+          view.item.classList.add("error");
+          view.message.textContent = body.message || ("Upload failed (" + xhr.status + ").");
+        }
+        resolve(xhr.status === 201);
+      });
+      xhr.addEventListener("error", () => {
+        view.item.classList.add("error");
+        view.message.textContent = "The upload was interrupted; try again.";
+        resolve(false);
+      });
+      xhr.send(data);
+    });
+  }
+
+  async function uploadAll(form, files) {
+    const list = document.getElementById("upload-list");
+    const jobs = Array.from(files).map((file) => {
+      const view = row(file);
+      list.appendChild(view.item);
+      return () => upload(form, file, view);
+    });
+    // Two at a time: quick for several small files, gentle on the server for big ones.
+    let index = 0;
+    async function next() {
+      while (index < jobs.length) {
+        const job = jobs[index++];
+        if (await job() && window.htmx) {
+          window.htmx.trigger(document.body, "knowledge-changed");
+        }
+      }
+    }
+    await Promise.all([next(), next()]);
+  }
+
+  function init() {
+    const form = document.getElementById("upload-form");
+    const input = document.getElementById("upload-input");
+    if (!form || !input) return;
+    input.addEventListener("change", () => {
+      if (input.files.length) uploadAll(form, input.files);
+      input.value = "";
+    });
+    ["dragenter", "dragover"].forEach((type) =>
+      form.addEventListener(type, (event) => {
+        event.preventDefault();
+        form.classList.add("dragover");
+      })
+    );
+    ["dragleave", "drop"].forEach((type) =>
+      form.addEventListener(type, () => form.classList.remove("dragover"))
+    );
+    form.addEventListener("drop", (event) => {
+      event.preventDefault();
+      if (event.dataTransfer && event.dataTransfer.files.length) {
+        uploadAll(form, event.dataTransfer.files);
+      }
+    });
+    form.addEventListener("click", (event) => {
+      if (event.target === form) input.click();
+    });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();

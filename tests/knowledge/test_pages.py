@@ -1,0 +1,195 @@
+"""Knowledge console pages, with and without HX-Request."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from apps.knowledge.models import KnowledgeDocument
+from tests.knowledge.conftest import make_file_document, upload
+
+HX = {"HX-Request": "true"}
+MARKDOWN = b"# Opening hours\n\nThe shop opens at nine.\n\n<script>alert('x')</script>\n"
+
+
+@pytest.fixture
+def console(owner, agent):
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def document(agent):
+    return make_file_document(agent, MARKDOWN, "hours.md")
+
+
+def _csrf_client(owner):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+    page = client.get(reverse("knowledge:document_list"))
+    token = page.context["csrf_token"]
+    return client, str(token)
+
+
+@pytest.mark.smoke
+def test_list_page_shows_documents_and_forms(console, document):
+    response = console.get(reverse("knowledge:document_list"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="upload-form"' in html and 'id="url-form"' in html
+    assert f'id="document-row-{document.pk}"' in html
+    assert 'aria-current="page"' in html  # the Knowledge nav entry is highlighted
+    assert "css/knowledge.css" in html and "js/knowledge.js" in html
+
+
+def test_table_partial_for_htmx(console, document):
+    response = console.get(reverse("knowledge:document_list") + "?partial=table", headers=HX)
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="document-table"')
+    assert "<html" not in html
+
+
+def test_list_page_requires_login(client):
+    response = client.get(reverse("knowledge:document_list"))
+    assert response.status_code == 302
+
+
+def test_upload_endpoint_creates_document_with_csrf(owner, agent):
+    client, token = _csrf_client(owner)
+    response = client.post(
+        reverse("knowledge:document_upload"),
+        {"file": upload(MARKDOWN, "hours.md")},
+        headers={"X-CSRFToken": token},
+    )
+    assert response.status_code == 201
+    assert KnowledgeDocument.objects.get(pk=response.json()["id"]).agent == agent
+
+
+def test_upload_endpoint_refuses_missing_csrf(owner):
+    client, _token = _csrf_client(owner)
+    response = client.post(reverse("knowledge:document_upload"), {"file": upload(MARKDOWN)})
+    assert response.status_code == 403
+    assert not KnowledgeDocument.objects.exists()
+
+
+def test_upload_endpoint_reports_errors_as_json(owner, document, settings):
+    client, token = _csrf_client(owner)
+    headers = {"X-CSRFToken": token}
+    url = reverse("knowledge:document_upload")
+    duplicate = client.post(url, {"file": upload(MARKDOWN, "again.md")}, headers=headers)
+    assert duplicate.status_code == 409 and document.pk in duplicate.json()["message"]
+    png = client.post(
+        url, {"file": upload(b"\x89PNG\r\n\x1a\n" + bytes(40), "x.pdf")}, headers=headers
+    )
+    assert png.status_code == 415 and "PNG" in png.json()["message"]
+    settings.KNOWLEDGE_MAX_UPLOAD_BYTES = 100
+    big = client.post(url, {"file": upload(b"x" * 5000, "big.txt")}, headers=headers)
+    assert big.status_code == 413
+
+
+def test_add_url_with_htmx_renders_form_and_triggers_table(console, settings):
+    settings.NETGUARD_ALLOW_LOOPBACK = True
+    response = console.post(
+        reverse("knowledge:document_add_url"),
+        {"url": "localhost", "refresh_interval_hours": "6"},
+        headers=HX,
+    )
+    assert response.status_code == 200
+    assert response["HX-Trigger"] == "knowledge-changed"
+    document = KnowledgeDocument.objects.get()
+    assert document.source_url == "https://localhost/" and document.refresh_interval_hours == 6
+
+
+def test_add_private_url_shows_error_in_form(console):
+    response = console.post(
+        reverse("knowledge:document_add_url"),
+        {"url": "http://10.0.0.1/", "refresh_interval_hours": "24"},
+        headers=HX,
+    )
+    html = response.content.decode()
+    assert 'id="url-error"' in html and "not public" in html
+    assert "HX-Trigger" not in response
+    assert not KnowledgeDocument.objects.exists()
+
+
+def test_row_of_processing_document_keeps_polling(console, agent):
+    processing = make_file_document(agent, b"# A\n\nb", "a.md", ingest=False)
+    response = console.get(reverse("knowledge:document_row", args=[processing.pk]), headers=HX)
+    assert response.status_code == 200
+    assert 'hx-trigger="every 2s"' in response.content.decode()
+
+
+def test_row_of_settled_document_stops_polling(console, document):
+    response = console.get(reverse("knowledge:document_row", args=[document.pk]), headers=HX)
+    assert response.status_code == 286
+    html = response.content.decode()
+    assert 'data-status="ready"' in html and "every 2s" not in html
+
+
+def test_rename_toggle_and_delete_in_place(console, document):
+    rename = console.post(
+        reverse("knowledge:document_rename", args=[document.pk]), {"name": "Hours"}, headers=HX
+    )
+    assert 'value="Hours"' in rename.content.decode()
+    toggle = console.post(
+        reverse("knowledge:document_toggle", args=[document.pk]),
+        {"is_enabled": "false"},
+        headers=HX,
+    )
+    assert 'aria-pressed="false"' in toggle.content.decode()
+    document.refresh_from_db()
+    assert document.name == "Hours" and document.is_enabled is False
+    delete = console.post(reverse("knowledge:document_delete", args=[document.pk]), headers=HX)
+    assert delete.status_code == 200 and delete.content == b""
+    assert not KnowledgeDocument.objects.filter(pk=document.pk).exists()
+
+
+def test_refresh_of_file_shows_error_in_row(console, document):
+    response = console.post(reverse("knowledge:document_refresh", args=[document.pk]), headers=HX)
+    assert "Only URL documents can be refreshed" in response.content.decode()
+
+
+def test_schedule_select_updates_url_document(console, agent):
+    document = KnowledgeDocument.objects.create(
+        agent=agent,
+        name="Docs",
+        source_type="url",
+        source_url="https://example.com/",
+        normalized_url="https://example.com/",
+        status="ready",
+        refresh_interval_hours=24,
+    )
+    console.post(
+        reverse("knowledge:document_schedule", args=[document.pk]),
+        {"refresh_interval_hours": "168"},
+        headers=HX,
+    )
+    document.refresh_from_db()
+    assert document.refresh_interval_hours == 168
+
+
+def test_non_htmx_post_redirects(console, document):
+    response = console.post(reverse("knowledge:document_rename", args=[document.pk]), {"name": "X"})
+    assert response.status_code == 302
+
+
+def test_detail_page_renders_sanitized_markdown(console, document):
+    response = console.get(reverse("knowledge:document_detail", args=[document.pk]))
+    html = response.content.decode()
+    assert "<h1>Opening hours</h1>" in html
+    assert "<script>alert" not in html
+    assert 'data-status="ready"' in html
+
+
+def test_detail_of_other_agents_document_is_404(console, other_agent):
+    theirs = make_file_document(other_agent, MARKDOWN)
+    assert console.get(reverse("knowledge:document_detail", args=[theirs.pk])).status_code == 404
+
+
+def test_search_partial_shows_highlighted_hits(console, document):
+    response = console.get(reverse("knowledge:document_search"), {"q": "shop opens"}, headers=HX)
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="search-results"')
+    assert "<mark>shop</mark>" in html and "hours.md" in html
