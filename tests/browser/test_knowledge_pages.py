@@ -1,0 +1,119 @@
+"""The Knowledge page in Chromium: upload through the form and watch the row become ready
+(a real Celery worker does the work), then manage the document in place."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.knowledge.models import KnowledgeDocument
+from tests.knowledge.conftest import make_file_document, start_knowledge_worker
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def worker(settings, media_root, transactional_db):
+    from config.celery import app
+
+    if not settings.REDIS_URL:
+        pytest.skip("a real worker needs Redis (REDIS_URL)")
+    app.control.purge()
+    process = start_knowledge_worker(media_root)
+    yield process
+    process.stop()
+
+
+def test_upload_through_the_form_becomes_ready(console_page, worker, tmp_path):
+    page = console_page
+    first = tmp_path / "kettles.md"
+    first.write_text("# Kettles\n\nEvery kettle carries a two-year warranty.\n")
+    second = tmp_path / "picture.pdf"
+    second.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    page.goto(f"{page.live_server_url}/knowledge/")
+    page.set_input_files("#upload-input", [str(first), str(second)])
+
+    items = page.locator("#upload-list .upload-item")
+    page.wait_for_function("document.querySelectorAll('#upload-list .upload-item').length === 2")
+    page.locator("#upload-list .upload-item.done").wait_for()
+    assert "Uploaded" in items.nth(0).inner_text()
+    page.locator("#upload-list .upload-item.error").wait_for()
+    assert "PNG image" in page.locator("#upload-list .upload-item.error").inner_text()
+    assert page.locator(".upload-item.done .progress").get_attribute("aria-valuenow") == "100"
+
+    document = KnowledgeDocument.objects.get()
+    row = page.locator(f"#document-row-{document.pk}")
+    row.wait_for()
+    # The row polls until the worker has indexed the document, then stops.
+    row.locator('[data-status="ready"]').wait_for(timeout=60_000)
+    assert row.get_attribute("hx-trigger") is None
+
+    page.fill("#search-q", "warranty")
+    page.locator("#search-results mark").first.wait_for()
+    assert "kettles.md" in page.locator("#search-results").inner_text()
+
+
+def test_manage_a_document_in_place(console_page, agent, media_root):
+    page = console_page
+    document = make_file_document(agent, b"# Hours\n\nThe shop opens at nine.\n", "hours.md")
+    page.goto(f"{page.live_server_url}/knowledge/")
+    row = page.locator(f"#document-row-{document.pk}")
+
+    row.locator("input[name=name]").fill("Opening hours")
+    row.locator(".rename-form button").click()
+    page.locator(f'#document-row-{document.pk} input[value="Opening hours"]').wait_for()
+
+    row.locator(".toggle-button").click()
+    page.locator(f'#document-row-{document.pk} .toggle-button[aria-pressed="false"]').wait_for()
+    document.refresh_from_db()
+    assert document.name == "Opening hours" and document.is_enabled is False
+
+    page.fill("#search-q", "shop")
+    page.locator("#search-results .empty").wait_for()  # disabled: the Agent finds nothing
+
+    row.locator("a", has_text="Details").click()
+    page.locator("#document-content h1", has_text="Hours").wait_for()
+    assert "The shop opens at nine." in page.locator("#document-content").inner_text()
+
+    page.go_back()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(f"#document-row-{document.pk} .btn-danger").click()
+    page.locator(f"#document-row-{document.pk}").wait_for(state="detached")
+    assert not KnowledgeDocument.objects.filter(pk=document.pk).exists()
+
+
+def test_url_document_schedule_and_refresh(console_page, agent, media_root):
+    page = console_page
+    document = KnowledgeDocument.objects.create(
+        agent=agent,
+        name="Help centre",
+        source_type="url",
+        source_url="https://example.com/help",
+        normalized_url="https://example.com/help",
+        status="ready",
+        refresh_interval_hours=24,
+    )
+    page.goto(f"{page.live_server_url}/knowledge/")
+    row = page.locator(f"#document-row-{document.pk}")
+    row.locator("select[name=refresh_interval_hours]").select_option("168")
+    page.wait_for_function(
+        "(id) => document.querySelector(`#document-row-${id} option[value='168']`).selected",
+        arg=document.pk,
+    )
+    document.refresh_from_db()
+    assert document.refresh_interval_hours == 168
+
+    row.locator(".refresh-button").click()
+    page.locator(f'#document-row-{document.pk} [data-refresh-status="refreshing"]').wait_for()
+    # Polling: the row is refreshed in place once the refresh settles.
+    KnowledgeDocument.objects.filter(pk=document.pk).update(
+        refresh_status="failed",
+        refresh_error_message="The server answered 503 Service Unavailable.",
+    )
+    page.locator(f'#document-row-{document.pk} [data-refresh-status="failed"]').wait_for(
+        timeout=10_000
+    )
+    assert "503" in page.locator(f"#document-row-{document.pk}").inner_text()
