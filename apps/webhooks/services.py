@@ -254,8 +254,10 @@ def _enqueue_deliver(delivery_id: str) -> None:
 
     try:
         deliver.apply_async((delivery_id,), retry=False)
-    except Exception:  # broker down: the dispatch_due sweep finds the row, nothing is lost
-        logger.warning("could not queue webhook delivery %s; the sweeper will send it", delivery_id)
+    except Exception as exc:  # broker down: the dispatch_due sweep finds the row, nothing is lost
+        logger.warning(
+            "could not queue webhook delivery %s (%s); the sweeper will send it", delivery_id, exc
+        )
 
 
 def _enqueue_dispatch() -> None:
@@ -263,8 +265,8 @@ def _enqueue_dispatch() -> None:
 
     try:
         dispatch_due.apply_async(retry=False)
-    except Exception:
-        logger.warning("could not queue the webhook dispatcher; beat will run it")
+    except Exception as exc:
+        logger.warning("could not queue the webhook dispatcher (%s); beat will run it", exc)
 
 
 # --- Sending --------------------------------------------------------------------------------

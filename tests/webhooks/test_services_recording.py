@@ -6,7 +6,11 @@ from django.db import transaction
 
 from apps.activity.rendering import run_to_dict
 from apps.webhooks.models import DeliveryStatus, WebhookDelivery
-from apps.webhooks.services import delivery_record_for_run, webhook_update
+from apps.webhooks.services import (
+    deliveries_dispatch_due,
+    delivery_record_for_run,
+    webhook_update,
+)
 from tests.activity.factories import run_factory
 from tests.webhooks.factories import webhook_factory
 
@@ -115,21 +119,30 @@ def test_send_is_queued_only_after_commit(agent, django_capture_on_commit_callba
 
 
 @pytest.mark.django_db
-def test_broker_down_does_not_break_recording(agent, caplog, django_capture_on_commit_callbacks):
+def test_broker_down_does_not_break_recording_and_the_sweeper_sends_it(
+    agent, caplog, receiver, django_capture_on_commit_callbacks
+):
     """With the broker unreachable the delivery stays pending for the sweeper: nothing lost."""
     from config.celery import app
 
-    webhook_factory(agent=agent)
+    webhook_factory(agent=agent, url=receiver.url_for("/hook"))
+    receiver.expect_request("/hook").respond_with_data("ok")
     run = run_factory(agent=agent, status="completed")
     previous = app.conf.broker_url
-    app.conf.broker_url = "redis://127.0.0.1:1/0"
-    app.pool.force_close_all()
+    app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    # Celery caches its producer pool (on the app and on app.amqp); drop both to rebuild it.
+    app._pool = app.amqp._producer_pool = None
     try:
         with django_capture_on_commit_callbacks(execute=True):
             delivery = delivery_record_for_run(run=run)
     finally:
         app.conf.broker_url = previous
-        app.pool.force_close_all()
+        app._pool = app.amqp._producer_pool = None
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.PENDING
     assert "the sweeper will send it" in caplog.text
+    assert "Connection refused" in caplog.text
+    assert deliveries_dispatch_due()["sent"] == 1
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded"
+    assert len(receiver.log) == 1
