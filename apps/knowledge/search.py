@@ -122,12 +122,16 @@ top AS (
     LIMIT %(limit)s
 )
 SELECT top.id, top.document_id, d.name, top.heading_path, top.position,
-       ts_headline('simple', top.text, q.query, %(headline)s) AS snippet, top.score
+       ts_headline('simple', translate(top.text, '<>', %(brackets)s), q.query, %(headline)s)
+         AS snippet, top.score
 FROM top
 JOIN knowledge_document d ON d.id = top.document_id
 CROSS JOIN q
 ORDER BY top.score DESC, top.id
 """
+# ts_headline would strip anything that looks like a tag (`<!DOCTYPE html>` in a code block);
+# angle brackets travel through it as look-alikes and are restored by render_snippet.
+_BRACKET_STANDINS = "\u2039\u203a"
 _HEADLINE_OPTIONS = (
     f"StartSel={_START}, StopSel={_STOP}, MaxWords=40, MinWords=15, "
     'ShortWord=2, MaxFragments=2, FragmentDelimiter=" … "'
@@ -138,7 +142,13 @@ def _search_postgres(*, agent_id: str, query: str, limit: int) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(
             _POSTGRES_SQL,
-            {"query": query, "agent_id": agent_id, "limit": limit, "headline": _HEADLINE_OPTIONS},
+            {
+                "query": query,
+                "agent_id": agent_id,
+                "limit": limit,
+                "headline": _HEADLINE_OPTIONS,
+                "brackets": _BRACKET_STANDINS,
+            },
         )
         return cursor.fetchall()
 
@@ -205,6 +215,8 @@ def render_snippet(raw: str | None) -> str:
     """Escape the snippet's text and turn the database's markers into <mark> tags."""
     if not raw:
         return ""
+    if is_postgres():
+        raw = raw.translate({ord(_BRACKET_STANDINS[0]): "<", ord(_BRACKET_STANDINS[1]): ">"})
     escaped = html.escape(raw, quote=False)
     # Unbalanced markers (a fragment cut inside one) are dropped rather than left open.
     parts = re.split(f"({_START}|{_STOP})", escaped)

@@ -118,7 +118,7 @@ def test_snippet_escapes_document_html(api, agent):
     )
     snippet = search(api, "dangerous")["data"][0]["snippet"]
     assert "<script>" not in snippet
-    assert "alert(1)" in snippet
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in snippet
     assert "Tom &amp; Jerry" in snippet
     assert "<mark>dangerous</mark>" in snippet
 
@@ -172,3 +172,12 @@ def test_fts5_expression_quotes_every_term(query, expression):
 def test_render_snippet_escapes_and_marks():
     assert render_snippet("a <b> \x02word\x03 & c") == "a &lt;b&gt; <mark>word</mark> &amp; c"
     assert render_snippet("\x02open") == "<mark>open</mark>"
+
+
+def test_words_inside_angle_brackets_are_searchable(api, agent):
+    make_file_document(
+        agent, b"# Example\n\n```html\n<!DOCTYPE html>\n<blink>x</blink>\n```\n", "c.md"
+    )
+    hits = search(api, "doctype")["data"]
+    assert len(hits) == 1
+    assert "&lt;!<mark>DOCTYPE</mark> html&gt;" in hits[0]["snippet"]

@@ -2,7 +2,9 @@
 
 PostgreSQL: a stored generated tsvector column with the 'simple' configuration (no stemming and
 no stop words, so text in any language matches word for word) and a GIN index, so a chunk's
-vector is written with the chunk and deleted with it.
+vector is written with the chunk and deleted with it. Angle brackets are blanked first: the
+parser would otherwise take `<!DOCTYPE html>` or `<div>` in a code block for markup and drop
+the words inside.
 
 SQLite (the embedded default): an FTS5 table whose rowid is the chunk id, kept in sync by
 apps.knowledge.search.index_chunks / unindex_chunks.
@@ -12,7 +14,7 @@ from django.db import migrations
 
 POSTGRES_FORWARD = [
     "ALTER TABLE knowledge_chunk ADD COLUMN search_vector tsvector "
-    "GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, text)) STORED",
+    "GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, translate(text, '<>', '  '))) STORED",
     # Serves POST /knowledge/search: `search_vector @@ websearch_to_tsquery(...)`.
     "CREATE INDEX knowledge_chunk_search ON knowledge_chunk USING gin (search_vector)",
 ]
