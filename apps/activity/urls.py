@@ -1,3 +1,19 @@
+from django.urls import path
+
+from apps.activity import pages
+
 app_name = "activity"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("overview/", pages.overview, name="overview"),
+    path("conversations/", pages.conversation_list, name="conversation_list"),
+    path(
+        "conversations/<str:conversation_id>/",
+        pages.conversation_detail,
+        name="conversation_detail",
+    ),
+    path("users/", pages.user_list, name="user_list"),
+    path("users/<str:user_id>/", pages.user_detail, name="user_detail"),
+    path("runs/", pages.run_list, name="run_list"),
+    path("runs/<str:run_id>/", pages.run_detail, name="run_detail"),
+]
