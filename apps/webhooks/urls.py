@@ -1,3 +1,15 @@
+from django.urls import path
+
+from apps.webhooks import pages
+
 app_name = "webhooks"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("", pages.webhook_detail, name="webhook_detail"),
+    path("config/", pages.webhook_config, name="webhook_config"),
+    path("pause/", pages.webhook_pause, name="webhook_pause"),
+    path("secret/", pages.webhook_secret, name="webhook_secret"),
+    path("test/", pages.webhook_test, name="webhook_test"),
+    path("deliveries/<str:delivery_id>/", pages.delivery_detail, name="delivery_detail"),
+    path("deliveries/<str:delivery_id>/retry/", pages.delivery_retry, name="delivery_retry"),
+]

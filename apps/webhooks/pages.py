@@ -1,0 +1,185 @@
+"""The console's Webhooks page (owners only): configuration, secret, test send, pause, and the
+deliveries table with each delivery's attempt timeline and an in-place retry.
+
+Thin: every rule lives in apps.webhooks.services and selectors, shared with the API.
+"""
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.api.pagination import page_request, paginate
+from apps.common.errors import NotFound, ServiceError
+from apps.webhooks import selectors, services
+from apps.webhooks.api import DELIVERY_KEYSET
+from apps.webhooks.forms import WebhookConfigForm
+from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
+from apps.workspaces.console import console_view
+
+PAGE_SIZE = 25
+TEMPLATE = "webhooks/webhook_detail.html"
+
+
+def _deliveries(request: HttpRequest) -> dict:
+    status = request.GET.get("status") or None
+    event_type = request.GET.get("event_type") or None
+    if status not in (None, *DeliveryStatus.values):
+        status = None
+    if event_type not in (None, *EVENT_TYPES):
+        event_type = None
+    try:
+        page = page_request(request.GET, default_limit=PAGE_SIZE)
+        result = paginate(
+            selectors.delivery_list(agent=request.agent, status=status, event_type=event_type),
+            keyset=DELIVERY_KEYSET,
+            page=page,
+        )
+    except ServiceError:  # a stale or edited cursor: start from the newest
+        result = paginate(
+            selectors.delivery_list(agent=request.agent, status=status, event_type=event_type),
+            keyset=DELIVERY_KEYSET,
+            page=page_request({}, default_limit=PAGE_SIZE),
+        )
+    return {
+        "deliveries": result.rows,
+        "next_cursor": result.next_cursor,
+        "is_first_page": not request.GET.get("after"),
+        "status_filter": status or "",
+        "event_filter": event_type or "",
+        "statuses": DeliveryStatus.values,
+        "event_types": EVENT_TYPES,
+    }
+
+
+def _page(
+    request: HttpRequest, *, form=None, status: int = 200, extra: dict | None = None
+) -> HttpResponse:
+    webhook = selectors.webhook_get(agent=request.agent)
+    if form is None:
+        form = WebhookConfigForm(
+            initial={
+                "url": webhook.url if webhook else "",
+                "events": webhook.events if webhook else list(EVENT_TYPES),
+                "enabled": webhook.enabled if webhook else False,
+            }
+        )
+    context = {
+        "section": "webhooks",
+        "webhook": webhook,
+        "form": form,
+        "pause_after": services.pause_after_failures(),
+        **_deliveries(request),
+        **(extra or {}),
+    }
+    return render(request, TEMPLATE, context, status=status)
+
+
+@console_view(owner_required=True)
+def webhook_detail(request: HttpRequest) -> HttpResponse:
+    if request.htmx and request.htmx.target == "delivery-table":
+        return render(request, f"{TEMPLATE}#delivery-table", _deliveries(request))
+    return _page(request)
+
+
+@require_POST
+@console_view(owner_required=True)
+def webhook_config(request: HttpRequest) -> HttpResponse:
+    form = WebhookConfigForm(request.POST)
+    if form.is_valid():
+        try:
+            services.webhook_update(
+                agent=request.agent,
+                url=form.cleaned_data["url"],
+                events=form.cleaned_data["events"],
+                enabled=form.cleaned_data["enabled"],
+            )
+        except ServiceError as exc:
+            message = exc.message
+            field = "url" if message.startswith("url:") else None
+            form.add_error(field, message.removeprefix("url: "))
+        else:
+            messages.success(request, "Webhook settings saved.")
+            return redirect("webhooks:webhook_detail")
+    return _page(request, form=form, status=400)
+
+
+@require_POST
+@console_view(owner_required=True)
+def webhook_pause(request: HttpRequest) -> HttpResponse:
+    paused = request.POST.get("paused") == "1"
+    services.webhook_update(agent=request.agent, paused=paused)
+    messages.success(
+        request,
+        "Deliveries paused." if paused else "Deliveries resumed; waiting ones are being sent.",
+    )
+    return redirect("webhooks:webhook_detail")
+
+
+@require_POST
+@console_view(owner_required=True)
+def webhook_secret(request: HttpRequest) -> HttpResponse:
+    """Reveal (action=reveal) or rotate (action=rotate) the signing secret."""
+    rotated = request.POST.get("action") == "rotate"
+    if rotated:
+        _webhook, secret = services.webhook_secret_rotate(agent=request.agent)
+    else:
+        secret = services.webhook_secret_reveal(agent=request.agent)
+    context = {"secret": secret, "rotated": rotated}
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#secret-panel", context)
+    if rotated:
+        messages.success(request, "Secret rotated. The previous one keeps working for 24 hours.")
+    return _page(request, extra=context)
+
+
+@require_POST
+@console_view(owner_required=True)
+def webhook_test(request: HttpRequest) -> HttpResponse:
+    event_type = request.POST.get("event_type") or None
+    try:
+        delivery = services.delivery_send_test(agent=request.agent, event_type=event_type)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        if delivery.status == DeliveryStatus.SUCCEEDED:
+            messages.success(request, f"Test event delivered ({delivery.response_status}).")
+        else:
+            messages.error(request, f"Test event failed: {delivery.error_message}")
+    return redirect("webhooks:webhook_detail")
+
+
+@console_view(owner_required=True)
+def delivery_detail(request: HttpRequest, delivery_id: str) -> HttpResponse:
+    try:
+        delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    context = {"section": "webhooks", "delivery": delivery}
+    if request.htmx:
+        return render(request, "webhooks/delivery_detail.html#attempt-timeline", context)
+    return render(request, "webhooks/delivery_detail.html", context)
+
+
+@require_POST
+@console_view(owner_required=True)
+def delivery_retry(request: HttpRequest, delivery_id: str) -> HttpResponse:
+    try:
+        delivery = services.delivery_retry(agent=request.agent, delivery_id=delivery_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    except ServiceError as exc:
+        if not request.htmx:
+            messages.error(request, exc.message)
+            return redirect("webhooks:webhook_detail")
+        delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
+        return render(
+            request,
+            f"{TEMPLATE}#delivery-row",
+            {"delivery": delivery, "row_error": exc.message, "expanded": True},
+            status=200,
+        )
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#delivery-row", {"delivery": delivery, "expanded": True})
+    messages.success(request, f"Retried: {delivery.status}.")
+    return redirect("webhooks:webhook_detail")

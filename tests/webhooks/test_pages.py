@@ -1,0 +1,190 @@
+"""The Webhooks console page: owners only, configuration, secret, test send, pause and resume,
+the deliveries table with filters and pages, the attempt timeline and an in-place retry."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from apps.webhooks.models import Webhook
+from tests.webhooks.conftest import received
+from tests.webhooks.factories import delivery_factory, webhook_factory
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def owner_client(owner, agent):
+    from apps.workspaces.console import SESSION_AGENT_KEY
+
+    client = Client()
+    client.force_login(owner)
+    session = client.session
+    session[SESSION_AGENT_KEY] = agent.pk  # the console's current Agent
+    session.save()
+    return client
+
+
+@pytest.mark.smoke
+def test_page_renders_for_an_owner_and_lights_the_nav(owner_client):
+    response = owner_client.get("/webhooks/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'aria-current="page">Webhooks<' in html
+    assert "Not configured" in html
+    assert "No deliveries yet" in html
+
+
+def test_members_are_refused(member, agent):
+    client = Client()
+    client.force_login(member)
+
+    assert client.get("/webhooks/").status_code == 403
+    assert client.post("/webhooks/secret/", {"action": "reveal"}).status_code == 403
+
+
+def test_anonymous_is_sent_to_login(client):
+    response = client.get("/webhooks/")
+    assert response.status_code == 302
+    assert "/login/" in response["Location"]
+
+
+def test_saving_the_configuration(owner_client, agent, settings):
+    settings.NETGUARD_ALLOW_LOOPBACK = True
+    response = owner_client.post(
+        "/webhooks/config/",
+        {"url": "http://127.0.0.1:9/hook", "events": ["run.failed"], "enabled": "on"},
+    )
+
+    assert response.status_code == 302
+    webhook = Webhook.objects.get(agent=agent)
+    assert (webhook.url, webhook.events, webhook.enabled) == (
+        "http://127.0.0.1:9/hook",
+        ["run.failed"],
+        True,
+    )
+    assert "Webhook settings saved." in owner_client.get("/webhooks/").content.decode()
+
+
+def test_a_private_url_is_a_form_error(owner_client, agent, settings):
+    settings.NETGUARD_ALLOW_LOOPBACK = False
+    response = owner_client.post("/webhooks/config/", {"url": "http://10.0.0.5/hook"})
+
+    assert response.status_code == 400
+    assert "not public" in response.content.decode()
+    assert not Webhook.objects.filter(agent=agent, url__isnull=False).exists()
+
+
+def test_reveal_and_rotate_the_secret_with_htmx(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+
+    revealed = owner_client.post("/webhooks/secret/", {"action": "reveal"}, headers=HTMX)
+    assert webhook.secret in revealed.content.decode()
+    assert "<html" not in revealed.content.decode()
+
+    rotated = owner_client.post("/webhooks/secret/", {"action": "rotate"}, headers=HTMX)
+    webhook.refresh_from_db()
+    assert webhook.secret in rotated.content.decode()
+    assert webhook.previous_secret is not None
+    assert "previous one keeps signing" in rotated.content.decode()
+
+
+def test_page_never_shows_the_secret_until_revealed(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    assert webhook.secret not in owner_client.get("/webhooks/").content.decode()
+
+
+def test_send_test_shows_the_outcome(owner_client, agent, receiver):
+    webhook_factory(agent=agent, url=receiver.url_for("/hook"))
+    receiver.expect_request("/hook").respond_with_data("ok")
+
+    response = owner_client.post("/webhooks/test/", {"event_type": "run.aborted"}, follow=True)
+
+    html = response.content.decode()
+    assert "Test event delivered (200)." in html
+    assert "run.aborted" in html
+    assert len(received(receiver)) == 1
+
+
+def test_pause_and_resume(owner_client, agent):
+    webhook_factory(agent=agent)
+
+    paused = owner_client.post("/webhooks/pause/", {"paused": "1"}, follow=True)
+    assert "Deliveries are paused" in paused.content.decode()
+    assert Webhook.objects.get(agent=agent).paused_at is not None
+
+    resumed = owner_client.post("/webhooks/pause/", {"paused": "0"}, follow=True)
+    assert "Deliveries are paused" not in resumed.content.decode()
+    assert Webhook.objects.get(agent=agent).paused_at is None
+
+
+def test_deliveries_table_filters_and_pages(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    now = timezone.now()
+    failed = delivery_factory(
+        webhook=webhook, status="failed", event_type="run.failed", created_at=now
+    )
+    older = [
+        delivery_factory(webhook=webhook, created_at=now - timedelta(minutes=i + 1))
+        for i in range(26)
+    ]
+
+    only_failed = owner_client.get(
+        "/webhooks/?status=failed", headers={**HTMX, "HX-Target": "delivery-table"}
+    )
+    html = only_failed.content.decode()
+    assert failed.pk in html and older[0].pk not in html
+    assert "<html" not in html
+
+    first_page = owner_client.get("/webhooks/").content.decode()
+    assert failed.pk in first_page and older[-1].pk not in first_page
+    assert 'id="older-deliveries"' in first_page
+
+
+def test_attempt_timeline_fragment(owner_client, agent, receiver):
+    webhook = webhook_factory(agent=agent, url=receiver.url_for("/hook"))
+    receiver.expect_request("/hook").respond_with_data("nope", status=503)
+    delivery = delivery_factory(webhook=webhook)
+    from apps.webhooks.services import delivery_send_due
+
+    delivery_send_due(delivery_id=delivery.pk)
+
+    fragment = owner_client.get(f"/webhooks/deliveries/{delivery.pk}/", headers=HTMX)
+    html = fragment.content.decode()
+    assert "Attempt 1" in html
+    assert "HTTP 503" in html
+    assert "503 Service Unavailable" in html
+    assert "<html" not in html
+    full = owner_client.get(f"/webhooks/deliveries/{delivery.pk}/")
+    assert "<html" in full.content.decode()
+
+
+def test_retry_returns_the_updated_row_with_its_timeline(owner_client, agent, receiver):
+    webhook = webhook_factory(agent=agent, url=receiver.url_for("/hook"))
+    receiver.expect_request("/hook").respond_with_data("ok")
+    delivery = delivery_factory(webhook=webhook, status="failed", next_attempt_at=None)
+
+    response = owner_client.post(f"/webhooks/deliveries/{delivery.pk}/retry/", headers=HTMX)
+
+    html = response.content.decode()
+    assert html.strip().startswith(f'<tbody id="delivery-row-{delivery.pk}"')
+    assert 'data-status="succeeded"' in html
+    assert "Attempt 1" in html
+
+
+def test_retry_of_another_agents_delivery_is_not_found(owner_client, agent, sibling_agent):
+    theirs = delivery_factory(webhook=webhook_factory(agent=sibling_agent))
+    webhook_factory(agent=agent)
+
+    response = owner_client.post(f"/webhooks/deliveries/{theirs.pk}/retry/", headers=HTMX)
+    assert response.status_code == 404
+
+
+def test_timeline_of_another_agents_delivery_is_not_found(owner_client, agent, sibling_agent):
+    theirs = delivery_factory(webhook=webhook_factory(agent=sibling_agent))
+
+    assert owner_client.get(f"/webhooks/deliveries/{theirs.pk}/").status_code == 404
