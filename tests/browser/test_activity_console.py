@@ -1,0 +1,83 @@
+"""The activity console in a real browser, on seeded demo data: every page opens, filters
+update the table in place (and the URL), a conversation opens and a tool call expands."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from apps.activity.demo import activity_seed_demo
+from tests.activity.factories import conversation_factory, message_factory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def seeded(agent):
+    activity_seed_demo(agent=agent)
+    conversation = conversation_factory(agent=agent, title="Browser tool call check")
+    message_factory(
+        conversation=conversation,
+        role="assistant",
+        parts=[
+            {"type": "tool-lookup_order", "toolCallId": "call_b1", "state": "output-available",
+             "input": {"order": 4242}, "output": {"status": "shipped"}},
+            {"type": "text", "text": "Your order **shipped**."},
+        ],
+    )  # fmt: skip
+    return conversation
+
+
+def test_overview_period_selector_swaps_the_charts(console_page, seeded):
+    page = console_page
+    page.goto(f"{page.live_server_url}/overview/")
+    expect(page.locator("#overview-charts svg.chart").first).to_be_visible()
+    expect(page.locator("#top-tools")).to_be_visible()
+    page.get_by_role("link", name="7 days").click()
+    expect(page.locator('#overview-charts[data-days="7"]')).to_be_attached()
+    expect(page).to_have_url(re.compile(r"days=7"))
+
+
+def test_conversation_filter_then_open_one_and_expand_a_tool_call(console_page, seeded):
+    page = console_page
+    page.goto(f"{page.live_server_url}/conversations/")
+    expect(page.locator("#conversation-table table")).to_be_visible()
+    page.select_option("select[name=status]", "failed")
+    expect(page).to_have_url(re.compile(r"status=failed"))
+    badges = page.locator("#conversation-table tbody .badge")
+    expect(badges.first).to_have_text("failed")
+    assert set(badges.all_inner_texts()) == {"failed"}
+
+    page.fill("input[name=q]", "Browser tool call")
+    page.select_option("select[name=status]", "")
+    expect(page.locator("#conversation-table tbody tr")).to_have_count(1)
+    page.get_by_role("link", name="Browser tool call check").click()
+
+    expect(page.locator("h1")).to_have_text("Browser tool call check")
+    tool = page.locator("details.part-tool").first
+    expect(tool.locator("pre.tool-input")).not_to_be_visible()
+    tool.locator("summary").click()
+    expect(tool.locator("pre.tool-input")).to_be_visible()
+    expect(tool.locator("pre.tool-input")).to_contain_text('"order": 4242')
+    expect(tool.locator("pre.tool-output")).to_contain_text("shipped")
+    expect(page.locator(".part-text strong")).to_have_text("shipped")
+
+
+def test_users_and_runs_pages_and_details(console_page, seeded):
+    page = console_page
+    page.goto(f"{page.live_server_url}/users/")
+    rows = page.locator("#user-table tbody tr")
+    expect(rows).to_have_count(25)
+    page.locator("#user-table").get_by_role("link", name="Older »").click()
+    expect(page).to_have_url(re.compile(r"after="))
+    expect(rows).to_have_count(25)
+    rows.first.locator("a").first.click()
+    expect(page.locator("h2", has_text="Conversations")).to_be_visible()
+
+    page.goto(f"{page.live_server_url}/runs/")
+    page.select_option("select[name=status]", "failed")
+    expect(page).to_have_url(re.compile(r"status=failed"))
+    expect(page.locator("#run-table tbody .badge").first).to_have_text("failed")
+    page.locator("#run-table tbody tr").first.locator("a").first.click()
+    expect(page.locator("h2", has_text="Usage")).to_be_visible()
+    expect(page.locator(".error-code").first).to_be_visible()
