@@ -5,6 +5,7 @@ cache throttles it does not race between processes.
 """
 
 import logging
+import threading
 import time
 from functools import cache
 
@@ -19,9 +20,19 @@ from apps.common.errors import RateLimited
 logger = logging.getLogger("apps.api")
 
 
+_limiter_lock = threading.Lock()
+
+
 @cache
-def _limiter(storage_url: str) -> MovingWindowRateLimiter:
+def _build_limiter(storage_url: str) -> MovingWindowRateLimiter:
     return MovingWindowRateLimiter(storage_from_string(storage_url))
+
+
+def _limiter(storage_url: str) -> MovingWindowRateLimiter:
+    # `limits` imports its Redis dependency lazily and not thread-safely: threads of a fresh
+    # gunicorn worker building it at once got "minimum version of 3.0 for 'redis'" (a 500).
+    with _limiter_lock:
+        return _build_limiter(storage_url)
 
 
 class ApiKeyRateThrottle(BaseThrottle):
