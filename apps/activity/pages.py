@@ -146,7 +146,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         "section": "conversations",
         "conversation": conversation,
         "end_user": user,
-        "messages": [message_view(message) for message in messages[:TRANSCRIPT_LIMIT]],
+        "transcript": [message_view(message) for message in messages[:TRANSCRIPT_LIMIT]],
         "truncated": len(messages) > TRANSCRIPT_LIMIT,
         "runs": runs,
     }

@@ -149,6 +149,7 @@ def test_transcript_renders_parts_by_type(signed_in, activity):
     assert '<hr class="part-step">' in html
     assert "data-weather" in html and "&quot;celsius&quot;: 19" in html
     assert "provider_timeout" in html  # runs beside the transcript
+    assert 'class="toasts"' not in html  # the transcript is not mistaken for flash messages
 
 
 def test_another_agents_conversation_is_a_404_page(signed_in, other_agent):
