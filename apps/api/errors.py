@@ -8,7 +8,7 @@ import logging
 
 import orjson
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 from rest_framework import exceptions as drf
 
@@ -80,6 +80,9 @@ def as_service_error(exc: Exception) -> errors.ServiceError | None:
     if isinstance(exc, OperationalError | InterfaceError):
         logger.warning("database unavailable: %s", exc.__class__.__name__)
         return errors.ServiceUnavailable(retry_after=DATABASE_RETRY_AFTER)
+    if isinstance(exc, DataError):
+        # A value the database cannot hold (a NUL character, an out-of-range number).
+        return errors.BadRequest("The request contains a value that cannot be stored.")
     if isinstance(exc, DatabaseError):
         logger.exception("database error while serving an API request")
         return errors.ServiceError()

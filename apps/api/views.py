@@ -29,6 +29,10 @@ class AgentViewSet(ViewSet):
 
     def initial(self, request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)
+        # No stored id contains NUL (PostgreSQL text cannot hold it): such a path names
+        # nothing, and must not reach the database as a query.
+        if any("\x00" in value for value in kwargs.values() if isinstance(value, str)):
+            raise NotFound()
         self.agent = self.resolve_agent(kwargs.get("agent_id"))
 
     def resolve_agent(self, agent_id: str | None) -> Agent:

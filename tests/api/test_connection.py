@@ -26,7 +26,9 @@ def test_connection_needs_no_scope_and_reports_non_owner(make_api, member):
     assert body["is_owner"] is False
 
 
-def test_agent_scoped_form_serves_own_agent_and_hides_others(api, agent, other_agent, sibling_agent):
+def test_agent_scoped_form_serves_own_agent_and_hides_others(
+    api, agent, other_agent, sibling_agent
+):
     assert api.get(f"/v1/agents/{agent.pk}/connection").status == 200
     for foreign in (other_agent.pk, sibling_agent.pk, "agt_doesnotexist"):
         response = api.get(f"/v1/agents/{foreign}/connection")

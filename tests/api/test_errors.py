@@ -35,7 +35,11 @@ def test_wrong_method_is_bad_request_with_allow(api):
 
 
 def test_every_response_has_a_request_id(api, anonymous_api):
-    for response in (api.get("/v1/connection"), anonymous_api.get("/v1/connection"), api.get("/v1/nope")):
+    for response in (
+        api.get("/v1/connection"),
+        anonymous_api.get("/v1/connection"),
+        api.get("/v1/nope"),
+    ):
         assert response.headers["X-Request-Id"]
     echoed = api.get("/v1/connection", headers={"X-Request-Id": "client-req-12345"})
     assert echoed.headers["X-Request-Id"] == "client-req-12345"
@@ -112,7 +116,9 @@ def test_options_is_not_served(api):
 def test_malformed_json_is_bad_request_and_changes_nothing(api):
     from apps.knowledge.models import KnowledgeDocument
 
-    response = api.post("/v1/knowledge/urls", data=b'{"url": "example.com",', content_type="application/json")
+    response = api.post(
+        "/v1/knowledge/urls", data=b'{"url": "example.com",', content_type="application/json"
+    )
     assert_envelope(response, 400, "bad_request")
     assert "JSON" in response.json()["message"]
     assert KnowledgeDocument.objects.count() == 0
@@ -134,6 +140,17 @@ def test_unknown_field_and_wrong_type_are_bad_request_naming_the_field(api):
     unknown = api.post("/v1/knowledge/urls", json={"url": "https://example.com/", "colour": "red"})
     assert_envelope(unknown, 400, "bad_request")
     assert "colour" in unknown.json()["message"]
-    wrong = api.post("/v1/knowledge/urls", json={"url": "https://example.com/", "refresh_interval_hours": "24"})
+    wrong = api.post(
+        "/v1/knowledge/urls", json={"url": "https://example.com/", "refresh_interval_hours": "24"}
+    )
     assert_envelope(wrong, 400, "bad_request")
     assert "refresh_interval_hours" in wrong.json()["message"]
+
+
+def test_nul_in_a_path_id_is_not_found_and_in_a_query_is_bad_request(api):
+    assert_envelope(api.get("/v1/knowledge/doc%00x"), 404, "not_found")
+    assert_envelope(
+        api.get(f"/v1/agents/{api.key.agent_id}/knowledge/doc%00x/content"), 404, "not_found"
+    )
+    response = api.get("/v1/knowledge", params={"after": "%00"})
+    assert response.status == 400

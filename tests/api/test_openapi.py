@@ -94,7 +94,11 @@ def fuzz_schema(db):
 @settings(
     max_examples=15,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
 )
 def test_fuzz_every_operation(case, fuzz_key):
     from schemathesis.checks import not_a_server_error

@@ -36,7 +36,9 @@ def test_limit_defaults_to_20_and_accepts_bounds():
 def test_tampered_or_foreign_cursor_is_bad_request(agent):
     for _ in range(3):
         api_key_factory(agent=agent, scopes=["users:read"])
-    first = paginate(ApiKey.objects.filter(agent=agent), keyset=KEYS, page=page_request(params("limit=1")))
+    first = paginate(
+        ApiKey.objects.filter(agent=agent), keyset=KEYS, page=page_request(params("limit=1"))
+    )
     assert first.has_more and first.next_cursor
     tampered = first.next_cursor[:-2] + ("AA" if not first.next_cursor.endswith("AA") else "BB")
     for bad in (tampered, "not-a-cursor", first.rows[0].pk):
@@ -44,7 +46,11 @@ def test_tampered_or_foreign_cursor_is_bad_request(agent):
             paginate(ApiKey.objects.all(), keyset=KEYS, page=page_request(params(f"after={bad}")))
     other_list = Keyset(name="other-list", field="created_at", descending=True)
     with pytest.raises(BadRequest):
-        paginate(ApiKey.objects.all(), keyset=other_list, page=page_request(params(f"after={first.next_cursor}")))
+        paginate(
+            ApiKey.objects.all(),
+            keyset=other_list,
+            page=page_request(params(f"after={first.next_cursor}")),
+        )
 
 
 @pytest.mark.django_db(transaction=True)

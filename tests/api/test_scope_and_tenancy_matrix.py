@@ -25,7 +25,9 @@ def operations():
     for path, item in sorted(document["paths"].items()):
         for method, op in item.items():
             if method in {"get", "post", "patch", "put", "delete"}:
-                yield pytest.param(path, method, op.get("x-required-scope"), id=f"{method.upper()} {path}")
+                yield pytest.param(
+                    path, method, op.get("x-required-scope"), id=f"{method.upper()} {path}"
+                )
 
 
 def concrete(path: str, agent_id: str) -> str:

@@ -98,11 +98,9 @@ def test_url_document_schedule_and_refresh(console_page, agent, media_root):
     )
     page.goto(f"{page.live_server_url}/knowledge/")
     row = page.locator(f"#document-row-{document.pk}")
-    row.locator("select[name=refresh_interval_hours]").select_option("168")
-    page.wait_for_function(
-        "(id) => document.querySelector(`#document-row-${id} option[value='168']`).selected",
-        arg=document.pk,
-    )
+    # Wait for the server's answer, not just the select's new value in the page.
+    with page.expect_response(lambda response: response.url.endswith("/schedule/")):
+        row.locator("select[name=refresh_interval_hours]").select_option("168")
     document.refresh_from_db()
     assert document.refresh_interval_hours == 168
 
