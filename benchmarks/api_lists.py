@@ -164,6 +164,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="Skip the stock DRF build (ModelViewSet + CursorPagination) measured alongside.",
+    )
     args = parser.parse_args()
 
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
@@ -179,42 +184,72 @@ def main() -> None:
     os.environ.update(env)
     key, deep_cursor = prepare(args.runs)
 
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "config.wsgi:application",
-            "--workers",
-            "2",
-            "--threads",
-            "4",
-            "--bind",
-            f"127.0.0.1:{args.port}",
-            "--log-level",
-            "warning",
-        ],  # fmt: skip
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(Path(os.environ.get("TMPDIR", "/tmp")) / "api_lists_gunicorn.log", "w"),  # noqa: SIM115
-    )
-    base = f"http://127.0.0.1:{args.port}/v1/runs"
-    targets = {
-        "first page": f"{base}?limit=20",
-        "deep cursor (middle)": f"{base}?limit=20&after={deep_cursor}",
+    ours = {
+        "first page": "?limit=20",
+        "deep cursor (middle)": f"?limit=20&after={deep_cursor}",
     }
-    try:
-        wait_until_up(targets["first page"], {"Authorization": f"Bearer {key}"})
-        load = load_with_wrk if shutil.which("wrk") else load_with_python
-        tool = "wrk" if load is load_with_wrk else "python loop"
-        print(
-            f"GET /v1/runs over {args.runs:,} runs, gunicorn 2x4, {tool}, {args.connections} connections"
+    print(
+        f"GET /v1/runs over {args.runs:,} runs, gunicorn 2 workers x 4 threads, "
+        f"{'wrk' if shutil.which('wrk') else 'python loop'}, {args.connections} connections"
+    )
+    serve_and_load("ours (key auth, scopes, rate limit)", env, ours, key, args)
+    if not args.no_baseline:
+        stock = {
+            "first page": "",
+            "deep cursor (middle)": f"?cursor={stock_cursor(args.runs)}",
+        }
+        stock_env = {**env, "DJANGO_SETTINGS_MODULE": "benchmarks.stock_drf_settings"}
+        serve_and_load("stock DRF CursorPagination", stock_env, stock, key, args)
+
+
+def stock_cursor(runs: int) -> str:
+    """DRF CursorPagination's own cursor for the middle row (position = its created_at)."""
+    import base64
+    from urllib.parse import urlencode
+
+    from apps.activity.models import Run
+
+    middle = (
+        Run.objects.filter(agent_id="agt_bench").order_by("-created_at", "-id")[
+            runs // 2 : runs // 2 + 1
+        ]
+    ).get()
+    query = urlencode({"p": str(middle.created_at)})
+    return base64.b64encode(query.encode("ascii")).decode("ascii")
+
+
+def serve_and_load(label: str, env: dict, targets: dict, key: str, args) -> None:
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / "api_lists_gunicorn.log"
+    with open(log, "a") as stderr:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--bind",
+                f"127.0.0.1:{args.port}",
+                "--log-level",
+                "warning",
+            ],  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
         )
-        for name, url in targets.items():
-            load(url, key, 3, args.connections)  # warm up
-            rate = load(url, key, args.seconds, args.connections)
-            print(f"  {name:22s} {rate:8.1f} req/s", flush=True)
+    base = f"http://127.0.0.1:{args.port}/v1/runs"
+    try:
+        wait_until_up(base + targets["first page"], {"Authorization": f"Bearer {key}"})
+        load = load_with_wrk if shutil.which("wrk") else load_with_python
+        print(f"  {label}")
+        for name, query in targets.items():
+            load(base + query, key, 3, args.connections)  # warm up every thread
+            rate = load(base + query, key, args.seconds, args.connections)
+            print(f"    {name:22s} {rate:8.1f} req/s", flush=True)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=20)
