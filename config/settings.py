@@ -120,13 +120,15 @@ else:
     _broker_dir = VAR_DIR / "broker"
     # kombu's filesystem transport does not create its folders; web, worker and beat all may
     # be the first to publish, so whichever loads settings first makes them.
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # Broadcasts (control commands) would otherwise land in ./control of the cwd.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 
