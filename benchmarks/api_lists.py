@@ -176,6 +176,8 @@ def main() -> None:
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
+        # Production runs with Redis: rate limits and the API key cache live there.
+        "REDIS_URL": os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/7",
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "API_RATE_LIMIT": "100000000/minute",
         "LOG_LEVEL": "WARNING",

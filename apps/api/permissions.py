@@ -22,7 +22,7 @@ class HasScope(BasePermission):
         if scope not in key.scopes:
             raise InsufficientScope(scope)
         if scope in OWNER_SCOPES and not is_workspace_owner(
-            user=key.created_by, workspace_id=key.agent.workspace_id
+            user_id=key.created_by_id, workspace_id=key.agent.workspace_id
         ):
             raise InsufficientScope(
                 scope,

@@ -111,7 +111,7 @@ class ConnectionViewSet(AgentViewSet):
                 "workspace": {"id": agent.workspace_id, "name": agent.workspace.name},
                 "scopes": sorted(key.scopes),
                 "is_owner": is_workspace_owner(
-                    user=key.created_by, workspace_id=agent.workspace_id
+                    user_id=key.created_by_id, workspace_id=agent.workspace_id
                 ),
             }
         )

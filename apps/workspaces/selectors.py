@@ -21,9 +21,9 @@ def api_key_list(*, agent: Agent) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(agent=agent).select_related("created_by").order_by("-created_at")
 
 
-def is_workspace_owner(*, user, workspace_id: str) -> bool:
-    if user is None:
+def is_workspace_owner(*, user_id: int | None, workspace_id: str) -> bool:
+    if user_id is None:
         return False
     return Membership.objects.filter(
-        user=user, workspace_id=workspace_id, role=Membership.Role.OWNER
+        user_id=user_id, workspace_id=workspace_id, role=Membership.Role.OWNER
     ).exists()

@@ -2,11 +2,13 @@
 
 import hashlib
 import hmac
+import logging
 import secrets
 from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -14,6 +16,8 @@ from django.utils import timezone
 from apps.common.errors import BadRequest, Conflict, NotFound, Unauthorized
 from apps.workspaces.models import Agent, ApiKey, Membership, Workspace
 from apps.workspaces.scopes import parse_scopes
+
+logger = logging.getLogger(__name__)
 
 LOOKUP_ID_LENGTH = 12
 LAST_USED_GRANULARITY = timedelta(minutes=1)
@@ -73,8 +77,71 @@ def api_key_revoke(*, agent: Agent, key_id: str) -> ApiKey:
         raise Conflict("This API key is already revoked.")
     # Conditional update: two revocations racing leave one revoked_at.
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    _forget_cached_key(key.lookup_id)
     key.refresh_from_db(fields=["revoked_at"])
     return key
+
+
+# Authentication is on every API request, so the key row (with its Agent and workspace) is
+# kept in the shared cache for a short while. Revocation deletes the entry, so it still takes
+# effect at once; only a shared cache (Redis) is used, because a per-process cache could not
+# be told about a revocation made by another process.
+KEY_CACHE_SECONDS = 60
+
+
+def _key_cache_name(lookup_id: str) -> str:
+    return f"api-key:v1:{lookup_id}"
+
+
+def _key_cache_enabled() -> bool:
+    return bool(settings.REDIS_URL)
+
+
+def _cached_key(lookup_id: str) -> ApiKey | None:
+    if not _key_cache_enabled():
+        return None
+    try:
+        return cache.get(_key_cache_name(lookup_id))
+    except Exception:  # noqa: BLE001 - a cache outage falls back to the database
+        logger.warning("API key cache unavailable", exc_info=True)
+        return None
+
+
+def _remember_key(key: ApiKey) -> None:
+    if not _key_cache_enabled():
+        return
+    try:
+        cache.set(_key_cache_name(key.lookup_id), key, KEY_CACHE_SECONDS)
+    except Exception:  # noqa: BLE001
+        logger.warning("API key cache unavailable", exc_info=True)
+
+
+def _forget_cached_key(lookup_id: str) -> None:
+    if not _key_cache_enabled():
+        return
+    # After commit too: a request that read the row just before the update must not put the
+    # active version back for a minute.
+    def forget() -> None:
+        try:
+            cache.delete(_key_cache_name(lookup_id))
+        except Exception:  # noqa: BLE001 - entries expire on their own within a minute
+            logger.error("could not drop a cached API key", exc_info=True)
+
+    forget()
+    transaction.on_commit(forget)
+
+
+def api_key_cache_forget(sender, instance: ApiKey, **kwargs) -> None:
+    _forget_cached_key(instance.lookup_id)
+
+
+def api_key_cache_forget_for_agent(sender, instance: Agent, **kwargs) -> None:
+    if not _key_cache_enabled():
+        return
+    for lookup_id in ApiKey.objects.filter(agent_id=instance.pk).values_list(
+        "lookup_id", flat=True
+    ):
+        _forget_cached_key(lookup_id)
 
 
 def api_key_authenticate(*, raw_key: str) -> ApiKey:
@@ -84,11 +151,11 @@ def api_key_authenticate(*, raw_key: str) -> ApiKey:
         raise Unauthorized("The API key is malformed.")
     body = raw_key[len(prefix) :]
     lookup_id, secret = body[:LOOKUP_ID_LENGTH], body[LOOKUP_ID_LENGTH:]
-    key = (
-        ApiKey.objects.select_related("agent__workspace", "created_by")
-        .filter(lookup_id=lookup_id)
-        .first()
-    )
+    key = _cached_key(lookup_id)
+    if key is None:
+        key = ApiKey.objects.select_related("agent__workspace").filter(lookup_id=lookup_id).first()
+        if key is not None:
+            _remember_key(key)
     if key is None or not hmac.compare_digest(key.secret_hash, _hash_secret(secret)):
         raise Unauthorized("The API key is not valid.")
     if key.revoked_at is not None:
@@ -107,6 +174,7 @@ def _touch_last_used(key: ApiKey) -> None:
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_GRANULARITY)
     ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
     key.last_used_at = now
+    _remember_key(key)
 
 
 def demo_seed(*, email: str, password: str) -> dict:

@@ -75,3 +75,30 @@ def test_last_used_at_is_written_at_most_once_a_minute(api, time_machine):
     time_machine.move_to("2026-01-01T10:01:30Z", tick=False)
     api.get("/v1/connection")
     assert ApiKey.objects.get(pk=api.key.pk).last_used_at > first
+
+
+def test_revocation_and_archiving_apply_at_once_with_the_key_cache(api, agent, settings):
+    """The key row is cached in Redis; revoking or archiving still refuses the next request."""
+    if not settings.REDIS_URL:
+        pytest.skip("the key cache is only used with a shared cache")
+    assert api.get("/v1/connection").status == 200
+    assert api.get("/v1/connection").status == 200  # served from the cache
+    agent.status = "archived"
+    agent.save(update_fields=["status"])
+    assert_unauthorized(api.get("/v1/connection"))
+    agent.status = "active"
+    agent.save(update_fields=["status"])
+    assert api.get("/v1/connection").status == 200
+    api_key_revoke(agent=agent, key_id=api.key.pk)
+    assert_unauthorized(api.get("/v1/connection"))
+
+
+def test_cache_outage_falls_back_to_the_database(api, settings):
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+            "OPTIONS": {"socket_connect_timeout": 0.2},
+        }
+    }
+    assert api.get("/v1/connection").status == 200
