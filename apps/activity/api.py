@@ -28,7 +28,7 @@ from apps.activity.serializers import (
     records_parse,
 )
 from apps.activity.services import activity_record
-from apps.api.pagination import page_request, paginate
+from apps.api.pagination import PAGE_PARAMETERS, page_request, paginate
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
@@ -38,16 +38,6 @@ ConversationList = list_envelope(ConversationOut, "ConversationList")
 MessageList = list_envelope(MessageOut, "MessageList")
 RunList = list_envelope(RunOut, "RunList")
 
-PAGE_PARAMETERS = [
-    OpenApiParameter(
-        "limit",
-        {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
-        description="Page size, 1 to 100 (default 20); a value outside the range is a 400.",
-    ),
-    OpenApiParameter(
-        "after", OpenApiTypes.STR, description="The previous page's `next_cursor`; opaque."
-    ),
-]
 ID_PARAMETER = [OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH)]
 
 

@@ -12,11 +12,25 @@ from typing import Any
 
 from django.core import signing
 from django.db.models import Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
 
 from apps.common.errors import BadRequest
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+
+# The `limit` and `after` query parameters of every list operation, for the OpenAPI document.
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+        description="Page size, 1 to 100 (default 20); a value outside the range is a 400.",
+    ),
+    OpenApiParameter(
+        "after", OpenApiTypes.STR, description="The previous page's `next_cursor`; opaque."
+    ),
+]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.parsers import MultiPartParser
 
-from apps.api.pagination import page_request
+from apps.api.pagination import PAGE_PARAMETERS, page_request
 from apps.api.views import AgentViewSet, json_response
 from apps.common.errors import BadRequest
 from apps.knowledge import search, selectors, services
@@ -28,20 +28,6 @@ READ, WRITE = "knowledge:read", "knowledge:write"
 ID_PARAMETER = OpenApiParameter(
     "id", OpenApiTypes.STR, OpenApiParameter.PATH, description="The document's id."
 )
-LIST_PARAMETERS = [
-    OpenApiParameter(
-        "limit",
-        OpenApiTypes.INT,
-        OpenApiParameter.QUERY,
-        description="Page size, 1 to 100 (default 20).",
-    ),
-    OpenApiParameter(
-        "after",
-        OpenApiTypes.STR,
-        OpenApiParameter.QUERY,
-        description="The previous page's next_cursor.",
-    ),
-]
 
 
 def _validated(serializer_class, data) -> dict:
@@ -79,7 +65,7 @@ class KnowledgeViewSet(AgentViewSet):
     @extend_schema(
         summary="List knowledge documents",
         description="The Agent's documents, newest first.",
-        parameters=LIST_PARAMETERS,
+        parameters=PAGE_PARAMETERS,
         responses={200: KnowledgeDocumentListOut},
     )
     def list(self, request, agent_id: str | None = None):

@@ -4,7 +4,7 @@ workspace. Thin: parse, call a selector or service, render with plain functions.
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 
-from apps.api.pagination import Keyset, page_request, paginate
+from apps.api.pagination import PAGE_PARAMETERS, Keyset, page_request, paginate
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
 from apps.common.errors import NotFound
@@ -32,14 +32,7 @@ DELIVERY_PARAMETER = OpenApiParameter(
     "delivery_id", {"type": "string", "minLength": 1}, OpenApiParameter.PATH
 )
 LIST_PARAMETERS = [
-    OpenApiParameter(
-        "limit",
-        {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
-        description="Page size, 1 to 100 (default 20); a value outside the range is a 400.",
-    ),
-    OpenApiParameter(
-        "after", OpenApiTypes.STR, description="The previous page's `next_cursor`; opaque."
-    ),
+    *PAGE_PARAMETERS,
     OpenApiParameter(
         "status",
         OpenApiTypes.STR,
