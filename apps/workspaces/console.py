@@ -19,21 +19,24 @@ from apps.workspaces.selectors import agent_list_for_user
 
 SESSION_AGENT_KEY = "console_agent_id"
 
-# The console's navigation. Entries whose page is not installed are left out.
+# The console's navigation: label, URL name, section, owners only. Entries whose page is not
+# installed are left out, and so are owner-only ones for members.
 NAVIGATION = (
-    ("Overview", "activity:overview", "overview"),
-    ("Conversations", "activity:conversation_list", "conversations"),
-    ("Users", "activity:user_list", "users"),
-    ("Runs", "activity:run_list", "runs"),
-    ("Knowledge", "knowledge:document_list", "knowledge"),
-    ("Webhooks", "webhooks:webhook_detail", "webhooks"),
-    ("API keys", "workspaces:api_key_list", "api_keys"),
+    ("Overview", "activity:overview", "overview", False),
+    ("Conversations", "activity:conversation_list", "conversations", False),
+    ("Users", "activity:user_list", "users", False),
+    ("Runs", "activity:run_list", "runs", False),
+    ("Knowledge", "knowledge:document_list", "knowledge", False),
+    ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
+    ("API keys", "workspaces:api_key_list", "api_keys", False),
 )
 
 
-def navigation() -> list[dict]:
+def navigation(*, is_owner: bool = True) -> list[dict]:
     items = []
-    for label, url_name, section in NAVIGATION:
+    for label, url_name, section, owners_only in NAVIGATION:
+        if owners_only and not is_owner:
+            continue
         try:
             items.append({"label": label, "url": reverse(url_name), "section": section})
         except NoReverseMatch:

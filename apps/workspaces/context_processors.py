@@ -8,7 +8,7 @@ def console(request: HttpRequest) -> dict:
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {}
     return {
-        "nav_items": navigation(),
+        "nav_items": navigation(is_owner=getattr(request, "is_owner", False)),
         "current_agent": getattr(request, "agent", None),
         "console_agents": getattr(request, "console_agents", []),
         "is_owner": getattr(request, "is_owner", False),
