@@ -133,6 +133,19 @@ class WebhookDelivery(models.Model):
     def __str__(self) -> str:
         return self.id
 
+    @property
+    def is_settling(self) -> bool:
+        """Worth watching in the console: being sent now, or sent again within a minute."""
+        from django.utils import timezone
+
+        if self.status == DeliveryStatus.SENDING:
+            return True
+        return bool(
+            self.status == DeliveryStatus.PENDING
+            and self.next_attempt_at
+            and (self.next_attempt_at - timezone.now()).total_seconds() < 60
+        )
+
 
 class WebhookAttempt(models.Model):
     """One HTTP attempt of a delivery; `attempt` numbers them from 1, never twice."""

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
 
 from apps.api.pagination import page_request, paginate
 from apps.common.errors import NotFound, ServiceError
@@ -159,6 +160,19 @@ def delivery_detail(request: HttpRequest, delivery_id: str) -> HttpResponse:
     if request.htmx:
         return render(request, "webhooks/delivery_detail.html#attempt-timeline", context)
     return render(request, "webhooks/delivery_detail.html", context)
+
+
+@console_view(owner_required=True)
+def delivery_row(request: HttpRequest, delivery_id: str) -> HttpResponse:
+    """The row of a delivery that is being sent or retried soon, polled until it settles."""
+    try:
+        delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    response = render(request, f"{TEMPLATE}#delivery-row", {"delivery": delivery})
+    if not delivery.is_settling:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
 
 
 @require_POST

@@ -11,5 +11,6 @@ urlpatterns = [
     path("secret/", pages.webhook_secret, name="webhook_secret"),
     path("test/", pages.webhook_test, name="webhook_test"),
     path("deliveries/<str:delivery_id>/", pages.delivery_detail, name="delivery_detail"),
+    path("deliveries/<str:delivery_id>/row/", pages.delivery_row, name="delivery_row"),
     path("deliveries/<str:delivery_id>/retry/", pages.delivery_retry, name="delivery_retry"),
 ]

@@ -188,3 +188,33 @@ def test_timeline_of_another_agents_delivery_is_not_found(owner_client, agent, s
     theirs = delivery_factory(webhook=webhook_factory(agent=sibling_agent))
 
     assert owner_client.get(f"/webhooks/deliveries/{theirs.pk}/").status_code == 404
+
+
+def test_a_row_being_sent_polls_until_it_settles(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    delivery = delivery_factory(webhook=webhook, status="sending")
+    page = owner_client.get("/webhooks/").content.decode()
+    assert f'hx-get="/webhooks/deliveries/{delivery.pk}/row/"' in page
+    polled = owner_client.get(
+        f"/webhooks/deliveries/{delivery.pk}/row/", headers={"HX-Request": "true"}
+    )
+    assert polled.status_code == 200
+    assert 'hx-trigger="every 3s"' in polled.content.decode()
+
+    delivery.status = "succeeded"
+    delivery.next_attempt_at = None
+    delivery.save(update_fields=["status", "next_attempt_at"])
+    settled = owner_client.get(
+        f"/webhooks/deliveries/{delivery.pk}/row/", headers={"HX-Request": "true"}
+    )
+    assert settled.status_code == 286  # htmx stops polling
+    assert "hx-trigger" not in settled.content.decode()
+    assert "Succeeded" in settled.content.decode()
+
+
+def test_a_retry_hours_away_does_not_poll(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    delivery_factory(
+        webhook=webhook, status="pending", next_attempt_at=timezone.now() + timedelta(hours=2)
+    )
+    assert "every 3s" not in owner_client.get("/webhooks/").content.decode()
