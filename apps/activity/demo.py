@@ -37,28 +37,74 @@ MODELS = (
 )
 TOOLS = ("search_knowledge", "lookup_order", "create_ticket", "get_weather", "web_search")
 ERRORS = ("provider_timeout", "rate_limited", "tool_error", "context_length_exceeded")
+# Each topic: conversation title, the user's first question, the assistant's answer and the
+# tools an Agent would call for it, so a demo transcript reads like a real exchange.
 TOPICS = (
-    ("Refund for order #{n}", "Where is my refund for order #{n}? It has been a week."),
-    ("Shipping to Norway", "Do you ship to Norway, and how long does it take?"),
-    ("Reset my password", "I can't log in; the reset email never arrives."),
-    ("Pricing for teams of {n}", "What would a team plan cost for {n} people?"),
-    ("API rate limits", "What are the API rate limits on the Pro plan?"),
-    ("Invoice address change", "Can I change the address on invoice INV-{n}?"),
-    ("Weather in Lisbon", "Is it going to rain in Lisbon tomorrow?"),
-    ("Cancel subscription", "How do I cancel my subscription before renewal?"),
-    ("Integrate with Slack", "Can the assistant post answers into our Slack channel?"),
-    ("Data export (GDPR)", "Please export all the data you hold about me."),
-)
-ANSWERS = (
-    "Your refund for order **#{n}** was issued on Monday. Banks usually take *3-5 business "
-    "days*.\n\n- Amount: €{n}.00\n- Method: original card",
-    "Yes! We ship to Norway with DHL Express:\n\n| Option | Time |\n|---|---|\n| Express | "
-    "2 days |\n| Standard | 5-7 days |",
-    "I've sent a new reset link. If it doesn't arrive in 5 minutes, check the spam folder or "
-    "[contact support](https://support.example.com/login-help).",
-    "A team plan for {n} seats is **€{n}9/month**, billed yearly. Want me to open a quote?",
-    "The Pro plan allows `600 requests/minute` per key; bursts above return `429` with "
-    "`Retry-After`.",
+    (
+        "Refund for order #{n}",
+        "Where is my refund for order #{n}? It has been a week.",
+        "Your refund for order **#{n}** was issued on Monday. Banks usually take *3-5 business "
+        "days*.\n\n- Amount: €{n}.00\n- Method: original card",
+        ("lookup_order", "search_knowledge"),
+    ),
+    (
+        "Shipping to Norway",
+        "Do you ship to Norway, and how long does it take?",
+        "Yes! We ship to Norway with DHL Express:\n\n| Option | Time |\n|---|---|\n| Express | "
+        "2 days |\n| Standard | 5-7 days |",
+        ("search_knowledge",),
+    ),
+    (
+        "Reset my password",
+        "I can't log in; the reset email never arrives.",
+        "I've sent a new reset link. If it doesn't arrive in 5 minutes, check the spam folder or "
+        "[contact support](https://support.example.com/login-help).",
+        ("create_ticket", "search_knowledge"),
+    ),
+    (
+        "Pricing for teams of {n}",
+        "What would a team plan cost for {n} people?",
+        "A team plan for {n} seats is **€{n}9/month**, billed yearly. Want me to open a quote?",
+        ("search_knowledge", "create_ticket"),
+    ),
+    (
+        "API rate limits",
+        "What are the API rate limits on the Pro plan?",
+        "The Pro plan allows `600 requests/minute` per key; bursts above return `429` with "
+        "`Retry-After`.",
+        ("search_knowledge", "web_search"),
+    ),
+    (
+        "Invoice address change",
+        "Can I change the address on invoice INV-{n}?",
+        "Done: invoice **INV-{n}** now shows your new address. A corrected PDF is on its way.",
+        ("lookup_order", "create_ticket"),
+    ),
+    (
+        "Weather in Lisbon",
+        "Is it going to rain in Lisbon tomorrow?",
+        "Tomorrow in Lisbon: light rain in the morning, 19 °C in the afternoon. Take an umbrella.",
+        ("get_weather", "web_search"),
+    ),
+    (
+        "Cancel subscription",
+        "How do I cancel my subscription before renewal?",
+        "Go to **Settings → Billing → Cancel plan**. You keep access until the end of the period.",
+        ("search_knowledge",),
+    ),
+    (
+        "Integrate with Slack",
+        "Can the assistant post answers into our Slack channel?",
+        "Yes: install the Slack app from **Integrations**, then pick the channel. "
+        "[Setup guide](https://help.example.com/slack)",
+        ("search_knowledge", "web_search"),
+    ),
+    (
+        "Data export (GDPR)",
+        "Please export all the data you hold about me.",
+        "I've opened request **#{n}** with our privacy team; you'll get the export within 30 days.",
+        ("create_ticket",),
+    ),
 )
 
 
@@ -76,14 +122,16 @@ def _user_parts(rng: random.Random, text: str) -> list[dict]:
     return parts
 
 
-def _assistant_parts(rng: random.Random, n: int, tools: list[str], failed: list[str]) -> list:
+def _assistant_parts(
+    rng: random.Random, n: int, answer: str, tools: list[str], failed: list[str]
+) -> list:
     parts: list[dict] = [{"type": "step-start"}]
     if rng.random() < 0.5:
         parts.append(
             {
                 "type": "reasoning",
-                "text": "The user asks about an order. I should look it up before answering, "
-                "then cite the refund policy.",
+                "text": "Answer from what the tools return rather than from memory; "
+                "keep the reply short and link the help article if there is one.",
             }
         )
     for index, tool in enumerate(tools):
@@ -101,7 +149,7 @@ def _assistant_parts(rng: random.Random, n: int, tools: list[str], failed: list[
             }
         parts.append(call)
         parts.append({"type": "step-start"})
-    parts.append({"type": "text", "text": rng.choice(ANSWERS).format(n=n)})
+    parts.append({"type": "text", "text": answer.format(n=n)})
     if "search_knowledge" in tools or rng.random() < 0.1:
         parts.append(
             {
@@ -154,7 +202,7 @@ def activity_seed_demo(*, agent: Agent) -> str:
             seconds=rng.uniform(0, (now - user.first_seen_at).total_seconds())
         )
         n = rng.randint(100, 9999)
-        title, question = rng.choice(TOPICS)
+        title, question, answer, topic_tools = rng.choice(TOPICS)
         conversation = Conversation(
             id=new_id("conv"),
             agent=agent,
@@ -186,7 +234,7 @@ def activity_seed_demo(*, agent: Agent) -> str:
                 )
             )  # fmt: skip
             model, efforts, speed, price = rng.choice(MODELS)
-            tools = rng.sample(TOOLS, k=rng.choice((0, 0, 1, 1, 2)))
+            tools = rng.sample(topic_tools, k=min(len(topic_tools), rng.choice((0, 1, 1, 2))))
             failed = [tool for tool in tools if rng.random() < 0.12]
             roll = rng.random()
             run_status = (
@@ -239,7 +287,7 @@ def activity_seed_demo(*, agent: Agent) -> str:
                 messages.append(
                     Message(
                         id=new_id("msg"), agent=agent, conversation=conversation,
-                        role="assistant", parts=_assistant_parts(rng, n, tools, failed),
+                        role="assistant", parts=_assistant_parts(rng, n, answer, tools, failed),
                         created_at=done, updated_at=done if ended else None,
                     )
                 )  # fmt: skip
