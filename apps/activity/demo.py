@@ -35,7 +35,6 @@ MODELS = (
     ("claude-sonnet-4", (None, "medium"), 2.0, 0.9),
     ("gemini-2.5-flash", (None,), 0.8, 0.08),
 )
-TOOLS = ("search_knowledge", "lookup_order", "create_ticket", "get_weather", "web_search")
 ERRORS = ("provider_timeout", "rate_limited", "tool_error", "context_length_exceeded")
 # Each topic: conversation title, the user's first question, the assistant's answer and the
 # tools an Agent would call for it, so a demo transcript reads like a real exchange.
