@@ -119,6 +119,7 @@ def _remember_key(key: ApiKey) -> None:
 def _forget_cached_key(lookup_id: str) -> None:
     if not _key_cache_enabled():
         return
+
     # After commit too: a request that read the row just before the update must not put the
     # active version back for a minute.
     def forget() -> None:

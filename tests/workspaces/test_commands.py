@@ -38,8 +38,18 @@ def test_seed_demo_json_is_idempotent_and_its_key_works():
 
 def test_create_api_key_json(agent, owner):
     out = orjson.loads(
-        run("create_api_key", "--agent", agent.pk, "--scopes", "runs:read,knowledge:write",
-            "--name", "CI key", "--created-by", owner.email, "--json")
+        run(
+            "create_api_key",
+            "--agent",
+            agent.pk,
+            "--scopes",
+            "runs:read,knowledge:write",
+            "--name",
+            "CI key",
+            "--created-by",
+            owner.email,
+            "--json",
+        )
     )
     assert set(out) == {"id", "key", "scopes"}
     assert out["scopes"] == ["knowledge:write", "runs:read"]
@@ -57,7 +67,9 @@ def test_create_api_key_refuses_unknown_scope_and_agent(agent):
 
 
 def test_revoke_api_key_stops_the_key(agent):
-    out = orjson.loads(run("create_api_key", "--agent", agent.pk, "--scopes", "runs:read", "--json"))
+    out = orjson.loads(
+        run("create_api_key", "--agent", agent.pk, "--scopes", "runs:read", "--json")
+    )
     run("revoke_api_key", out["id"])
     assert ApiClient(out["key"]).get("/v1/connection").status == 401
     with pytest.raises(CommandError, match="already revoked"):

@@ -77,7 +77,9 @@ def test_member_cannot_grant_owner_scopes_or_revoke_others_keys(client, member, 
     assert ok.status_code == 302
 
 
-def test_agent_switcher_only_switches_to_own_agents(owner_client, agent, sibling_agent, other_agent):
+def test_agent_switcher_only_switches_to_own_agents(
+    owner_client, agent, sibling_agent, other_agent
+):
     owner_client.post("/agent/switch/", {"agent_id": sibling_agent.pk, "next": "/api-keys/"})
     assert sibling_agent.name in owner_client.get("/api-keys/").content.decode()
     owner_client.post("/agent/switch/", {"agent_id": other_agent.pk, "next": "/api-keys/"})
