@@ -28,7 +28,7 @@ from apps.activity.serializers import (
     records_parse,
 )
 from apps.activity.services import activity_record
-from apps.api.pagination import PAGE_PARAMETERS, page_request, paginate
+from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
@@ -66,11 +66,9 @@ class UserViewSet(AgentViewSet):
         responses={200: UserList},
     )
     def list(self, request, agent_id: str | None = None):
-        page = page_request(request.query_params)
         filters = selectors.filters_parse(request.query_params, selectors.USER_FILTERS)
         queryset = selectors.user_list(agent=self.agent, filters=filters)
-        result = paginate(queryset, keyset=selectors.USER_KEYSET, page=page)
-        return json_response(result.envelope(user_to_dict))
+        return self.paginated(queryset, keyset=selectors.USER_KEYSET, render=user_to_dict)
 
     @extend_schema(summary="Retrieve a user", parameters=ID_PARAMETER, responses={200: UserOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
@@ -94,11 +92,9 @@ class ConversationViewSet(AgentViewSet):
         responses={200: ConversationList},
     )
     def list(self, request, agent_id: str | None = None):
-        page = page_request(request.query_params)
         filters = selectors.filters_parse(request.query_params, selectors.CONVERSATION_FILTERS)
         queryset = selectors.conversation_list(agent=self.agent, filters=filters)
-        result = paginate(queryset, keyset=selectors.CONVERSATION_KEYSET, page=page)
-        return json_response(result.envelope(conversation_to_dict))
+        return self.paginated(queryset, keyset=selectors.CONVERSATION_KEYSET, render=conversation_to_dict)
 
     @extend_schema(
         summary="Retrieve a conversation", parameters=ID_PARAMETER, responses={200: ConversationOut}
@@ -114,10 +110,8 @@ class ConversationViewSet(AgentViewSet):
         responses={200: MessageList},
     )
     def messages(self, request, id: str, agent_id: str | None = None):
-        page = page_request(request.query_params)
         queryset = selectors.message_list(agent=self.agent, conversation_id=id)
-        result = paginate(queryset, keyset=selectors.MESSAGE_KEYSET, page=page)
-        return json_response(result.envelope(message_to_dict))
+        return self.paginated(queryset, keyset=selectors.MESSAGE_KEYSET, render=message_to_dict)
 
 
 class RunViewSet(AgentViewSet):
@@ -132,11 +126,9 @@ class RunViewSet(AgentViewSet):
         responses={200: RunList},
     )
     def list(self, request, agent_id: str | None = None):
-        page = page_request(request.query_params)
         filters = selectors.filters_parse(request.query_params, selectors.RUN_FILTERS)
         queryset = selectors.run_list(agent=self.agent, filters=filters)
-        result = paginate(queryset, keyset=selectors.RUN_KEYSET, page=page)
-        return json_response(result.envelope(run_to_dict))
+        return self.paginated(queryset, keyset=selectors.RUN_KEYSET, render=run_to_dict)
 
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):

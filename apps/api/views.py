@@ -1,5 +1,8 @@
 """The base every /v1 view stands on, and the platform's own operations."""
 
+from collections.abc import Callable
+from typing import Any
+
 import orjson
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -8,6 +11,7 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
+from apps.api.pagination import Keyset, page_request, paginate
 from apps.common.errors import NotFound
 from apps.common.time import iso
 from apps.workspaces.models import Agent
@@ -39,9 +43,6 @@ class AgentViewSet(ViewSet):
         key_agent = self.request.auth.agent
         if agent_id is None or agent_id == key_agent.pk:
             return key_agent
-        if "\x00" in agent_id:
-            # PostgreSQL refuses NUL in text: such an id names no Agent and must not reach SQL.
-            raise NotFound("No such Agent for this API key.")
         if self.agent_scope == "workspace":
             agent = Agent.objects.filter(
                 pk=agent_id, workspace_id=key_agent.workspace_id, status=Agent.Status.ACTIVE
@@ -49,6 +50,11 @@ class AgentViewSet(ViewSet):
             if agent is not None:
                 return agent
         raise NotFound("No such Agent for this API key.")
+
+    def paginated(self, queryset, *, keyset: Keyset, render: Callable[[Any], dict]) -> HttpResponse:
+        """One keyset page of `queryset` in the list envelope, `limit`/`after` from the query."""
+        page = paginate(queryset, keyset=keyset, page=page_request(self.request.query_params))
+        return json_response(page.envelope(render))
 
 
 def json_response(data, *, status: int = 200) -> HttpResponse:

@@ -4,10 +4,9 @@ workspace. Thin: parse, call a selector or service, render with plain functions.
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 
-from apps.api.pagination import PAGE_PARAMETERS, Keyset, page_request, paginate
+from apps.api.pagination import PAGE_PARAMETERS, Keyset
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
-from apps.common.errors import NotFound
 from apps.webhooks import selectors, services
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import delivery_to_dict, secret_to_dict, webhook_to_dict
@@ -52,20 +51,10 @@ def _has_body(request) -> bool:
     return bool(request._request.body.strip())
 
 
-def _checked_id(value: str) -> str:
-    # PostgreSQL text cannot hold NUL; such an id names nothing, so it is a 404, not a 500.
-    if "\x00" in value:
-        raise NotFound("No such resource for this Agent.")
-    return value
-
-
 class WorkspaceAgentViewSet(AgentViewSet):
     """Webhook operations may target any active Agent of the key's workspace."""
 
     agent_scope = "workspace"
-
-    def resolve_agent(self, agent_id):
-        return super().resolve_agent(None if agent_id is None else _checked_id(agent_id))
 
 
 class WebhookViewSet(WorkspaceAgentViewSet):
@@ -152,14 +141,12 @@ class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
         responses={200: WebhookDeliveryList},
     )
     def list(self, request, agent_id: str):
-        page = page_request(request.query_params)
         queryset = selectors.delivery_list(
             agent=self.agent,
             status=request.query_params.get("status"),
             event_type=request.query_params.get("event_type"),
         )
-        result = paginate(queryset, keyset=DELIVERY_KEYSET, page=page)
-        return json_response(result.envelope(delivery_to_dict))
+        return self.paginated(queryset, keyset=DELIVERY_KEYSET, render=delivery_to_dict)
 
     @extend_schema(
         summary="Retrieve a webhook delivery",
@@ -167,7 +154,7 @@ class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
         responses={200: WebhookDeliveryOut},
     )
     def retrieve(self, request, agent_id: str, delivery_id: str):
-        delivery = selectors.delivery_get(agent=self.agent, delivery_id=_checked_id(delivery_id))
+        delivery = selectors.delivery_get(agent=self.agent, delivery_id=delivery_id)
         return json_response(delivery_to_dict(delivery))
 
     @extend_schema(
@@ -180,5 +167,5 @@ class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
         responses={200: WebhookDeliveryOut},
     )
     def retry(self, request, agent_id: str, delivery_id: str):
-        delivery = services.delivery_retry(agent=self.agent, delivery_id=_checked_id(delivery_id))
+        delivery = services.delivery_retry(agent=self.agent, delivery_id=delivery_id)
         return json_response(delivery_to_dict(delivery))
