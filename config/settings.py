@@ -213,6 +213,10 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {},
     "DISABLE_ERRORS_AND_WARNINGS": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.api.openapi.contract_parameter_names",
+    ],
 }
 
 # --- Console -----------------------------------------------------------------------------

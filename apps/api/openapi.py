@@ -86,3 +86,27 @@ class ScopedAutoSchema(AutoSchema):
                 response["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
             operation["responses"][status] = response
         return operation
+
+
+# The contract names path parameters `agentId` and `deliveryId`; Django's URL kwargs are
+# snake_case. The URLs are the same, only the names in the document change.
+CONTRACT_PATH_PARAMETERS = {"agent_id": "agentId", "delivery_id": "deliveryId"}
+
+
+def contract_parameter_names(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: path templates and parameters as the contract names them."""
+    renamed = {}
+    for path, item in result.get("paths", {}).items():
+        for old, new in CONTRACT_PATH_PARAMETERS.items():
+            path = path.replace("{" + old + "}", "{" + new + "}")
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path":
+                    parameter["name"] = CONTRACT_PATH_PARAMETERS.get(
+                        parameter["name"], parameter["name"]
+                    )
+        renamed[path] = item
+    result["paths"] = renamed
+    return result

@@ -121,3 +121,15 @@ def test_fuzz_every_operation(case, fuzz_key):
             response_schema_conformance,
         ),
     )
+
+
+def test_path_parameters_carry_the_contracts_names(openapi_document):
+    retry = "/v1/agents/{agentId}/webhook/deliveries/{deliveryId}/retry"
+    assert retry in openapi_document["paths"]
+    names = [
+        p["name"]
+        for p in openapi_document["paths"][retry]["post"]["parameters"]
+        if p["in"] == "path"
+    ]
+    assert names == ["agentId", "deliveryId"]
+    assert not any("{agent_id}" in path for path in openapi_document["paths"])
