@@ -351,7 +351,7 @@ def test_declared_length_over_the_limit_is_refused_before_reading(server: LocalS
     with pytest.raises(FetchError, match=r"^The page is larger than 1 MB\.$"):
         fetch_local(server.url("/huge"), max_bytes=MB, read_timeout=3)
 
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 2  # well under the 3 s read timeout it must not wait
 
 
 def test_streamed_body_over_the_limit_is_cut_off(server: LocalServer) -> None:
@@ -412,7 +412,7 @@ def test_server_that_never_answers_times_out(server: LocalServer) -> None:
     with pytest.raises(FetchError, match="^The page took too long to respond.$") as caught:
         fetch_local(server.url("/hang"), read_timeout=0.3)
 
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 2.5  # the server would hang for 5 s
     assert caught.value.blocked is False
 
 
@@ -434,7 +434,7 @@ def test_trickling_server_is_cut_off_at_the_total_deadline(server: LocalServer) 
     with pytest.raises(FetchError, match="^The page took too long to respond.$"):
         fetch_local(server.url("/trickle"), read_timeout=2, total_timeout=0.6)
 
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 1.9  # under the 2 s read timeout
 
 
 def test_stall_late_in_the_body_is_cut_off_at_the_total_deadline(server: LocalServer) -> None:
@@ -457,7 +457,7 @@ def test_stall_late_in_the_body_is_cut_off_at_the_total_deadline(server: LocalSe
     with pytest.raises(FetchError, match="^The page took too long to respond.$"):
         fetch_local(server.url("/stall"), read_timeout=3, total_timeout=1)
 
-    assert time.monotonic() - started < 1.4
+    assert time.monotonic() - started < 2  # a full read timeout would be over 3 s
 
 
 @pytest.mark.parametrize(
@@ -697,7 +697,7 @@ def test_post_json_times_out_on_a_slow_receiver(server: LocalServer) -> None:
             server.url("/hook"), body=b"{}", headers={}, allow_loopback=True, read_timeout=0.3
         )
 
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 2.5  # the receiver would hang for 5 s
 
 
 def test_post_json_reports_connection_refused() -> None:
