@@ -170,3 +170,9 @@ def _celery_queue_per_test_process(worker_id):
     database = str(settings.DATABASES["default"]["NAME"]).rsplit("/", 1)[-1]
     app.conf.task_default_queue = f"tests-{database}-{worker_id}"
     yield
+
+
+@pytest.fixture(autouse=True)
+def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
+    """No test writes uploaded files into the project's var/ folder."""
+    settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")

@@ -1,6 +1,8 @@
 import orjson
 from django.core.management.base import BaseCommand
 
+from apps.activity.demo import activity_seed_demo
+from apps.knowledge.demo import knowledge_seed_demo
 from apps.workspaces.services import demo_seed
 
 DEMO_EMAIL = "owner@demo.example"
@@ -15,7 +17,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         demo = demo_seed(email=DEMO_EMAIL, password=DEMO_PASSWORD)
-        seeded = self._seed_activity(demo["agent"])
+        seeded = activity_seed_demo(agent=demo["agent"])
+        articles = knowledge_seed_demo(agent=demo["agent"])
         result = {
             "workspace_id": demo["workspace"].pk,
             "agent_id": demo["agent"].pk,
@@ -33,11 +36,5 @@ class Command(BaseCommand):
         self.stdout.write(f"  API key    {result['api_key']}  (shown once; full scope)")
         if seeded:
             self.stdout.write(f"  Activity   {seeded}")
-
-    def _seed_activity(self, agent) -> str | None:
-        """Fill the demo Agent with realistic activity when the activity app provides it."""
-        try:
-            from apps.activity.demo import activity_seed_demo
-        except ImportError:
-            return None
-        return activity_seed_demo(agent=agent)
+        if articles:
+            self.stdout.write(f"  Knowledge  {articles}")
