@@ -175,3 +175,19 @@ def test_run_list_filters_by_status(signed_in, agent, activity):
     ok = run_factory(agent=agent, status="completed", request_id="req-ok")
     html = signed_in.get(reverse("activity:run_list"), {"status": "completed"}).content.decode()
     assert ok.pk[:18] in html and activity["run"].pk[:18] not in html
+
+
+def test_run_page_shows_timing_as_offsets_from_the_start(signed_in, agent):
+    conversation = conversation_factory(agent=agent)
+    started = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+    run = run_factory(
+        agent=agent,
+        conversation=conversation,
+        created_at=started,
+        first_chunk_at=started + timedelta(milliseconds=1693),
+        completed_at=started + timedelta(seconds=16, milliseconds=145),
+    )
+    html = signed_in.get(reverse("activity:run_detail", args=[run.pk])).content.decode()
+    assert "2026-03-01 12:00:00 UTC" in html
+    assert "+1,693 ms" in html
+    assert "+16,145 ms" in html

@@ -24,3 +24,12 @@ def query_with(context, **changes) -> str:
             params[key] = value
     encoded = params.urlencode()
     return f"?{encoded}" if encoded else "?"
+
+
+@register.filter(name="ms_after")
+def ms_after(later, earlier) -> str:
+    """`+1,693 ms` from `earlier` to `later`, for timelines; empty when either is missing."""
+    if later is None or earlier is None:
+        return ""
+    milliseconds = (later - earlier).total_seconds() * 1000
+    return f"+{milliseconds:,.0f} ms"
