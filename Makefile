@@ -28,6 +28,7 @@ services:
 
 lint:
 	@$(UV) run ruff check .
+	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run mypy
 	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run python manage.py makemigrations --check --dry-run -v 0
 
 test-postgres:

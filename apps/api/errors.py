@@ -72,7 +72,7 @@ def as_service_error(exc: Exception) -> errors.ServiceError | None:
     if isinstance(exc, drf.NotAcceptable):
         return errors.BadRequest(str(exc.detail))
     if isinstance(exc, drf.Throttled):
-        return errors.RateLimited(int(exc.wait or 1))
+        return errors.RateLimited(int(getattr(exc, "wait", None) or 1))
     if isinstance(exc, RequestDataTooBig):
         return errors.PayloadTooLarge()
     if isinstance(exc, SuspiciousOperation):

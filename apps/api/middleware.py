@@ -30,16 +30,15 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         incoming = request.headers.get("X-Request-Id", "")
-        request.request_id = (
-            incoming if _CLIENT_REQUEST_ID.match(incoming) else f"req_{uuid.uuid4().hex}"
-        )
+        request_id = incoming if _CLIENT_REQUEST_ID.match(incoming) else f"req_{uuid.uuid4().hex}"
+        request.request_id = request_id  # type: ignore[attr-defined]  # for views and logs
         started = time.perf_counter()
         response = self.get_response(request)
-        response["X-Request-Id"] = request.request_id
+        response["X-Request-Id"] = request_id
         logger.info(
             "request",
             extra={
-                "request_id": request.request_id,
+                "request_id": request_id,
                 "method": request.method,
                 "path": request.path,
                 "status": response.status_code,

@@ -1,13 +1,15 @@
 """Both path forms of contract section 4: `/v1/<path>` and `/v1/agents/{agentId}/<path>`."""
 
+from collections.abc import Callable
 from typing import NamedTuple
 
+from django.http import HttpResponseBase
 from django.urls import URLPattern, path
 
 
 class Route(NamedTuple):
     route: str
-    view: object
+    view: Callable[..., HttpResponseBase]
     name: str
 
 

@@ -1,7 +1,7 @@
 """The base every /v1 view stands on, and the platform's own operations."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from django.http import HttpResponse
@@ -14,7 +14,7 @@ from rest_framework.viewsets import ViewSet
 from apps.api.pagination import Keyset, page_request, paginate
 from apps.common.errors import NotFound
 from apps.common.time import iso
-from apps.workspaces.models import Agent
+from apps.workspaces.models import Agent, ApiKey
 from apps.workspaces.selectors import is_workspace_owner
 
 
@@ -40,7 +40,7 @@ class AgentViewSet(ViewSet):
         self.agent = self.resolve_agent(kwargs.get("agent_id"))
 
     def resolve_agent(self, agent_id: str | None) -> Agent:
-        key_agent = self.request.auth.agent
+        key_agent = cast(ApiKey, self.request.auth).agent
         if agent_id is None or agent_id == key_agent.pk:
             return key_agent
         if self.agent_scope == "workspace":

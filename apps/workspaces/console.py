@@ -7,6 +7,7 @@ session, switchable), and sets `request.agent`, `request.workspace`, `request.me
 
 from collections.abc import Callable
 from functools import wraps
+from typing import TYPE_CHECKING, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -14,8 +15,25 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from apps.workspaces.models import Membership
+from apps.workspaces.models import Agent, Membership, Workspace
 from apps.workspaces.selectors import agent_list_for_user
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django_htmx.middleware import HtmxDetails
+
+
+class ConsoleRequest(HttpRequest):
+    """A request as console pages see it, after `console_view` (for type checking only)."""
+
+    user: "User"
+    htmx: "HtmxDetails"
+    agent: Agent
+    workspace: Workspace
+    membership: Membership
+    is_owner: bool
+    console_agents: list[Agent]
+
 
 SESSION_AGENT_KEY = "console_agent_id"
 
@@ -44,7 +62,7 @@ def navigation(*, is_owner: bool = True) -> list[dict]:
     return items
 
 
-def _attach_agent(request: HttpRequest) -> bool:
+def _attach_agent(request: ConsoleRequest) -> bool:
     agents = list(agent_list_for_user(user=request.user))
     request.console_agents = agents
     if not agents:
@@ -63,7 +81,8 @@ def console_view(view: Callable | None = None, *, owner_required: bool = False):
     def decorator(func: Callable) -> Callable:
         @login_required
         @wraps(func)
-        def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        def wrapper(http_request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            request = cast(ConsoleRequest, http_request)
             if not _attach_agent(request):
                 return render(request, "workspaces/no_agent.html", status=403)
             if owner_required and not request.is_owner:

@@ -2,13 +2,13 @@
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.common.errors import ServiceError
-from apps.workspaces.console import SESSION_AGENT_KEY, console_view
+from apps.workspaces.console import SESSION_AGENT_KEY, ConsoleRequest, console_view
 from apps.workspaces.forms import ApiKeyCreateForm
 from apps.workspaces.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.workspaces.selectors import agent_list_for_user, api_key_list
@@ -24,7 +24,7 @@ class LoginView(auth_views.LoginView):
 
 @require_POST
 @console_view
-def agent_switch(request: HttpRequest) -> HttpResponse:
+def agent_switch(request: ConsoleRequest) -> HttpResponse:
     agent_id = request.POST.get("agent_id", "")
     if agent_list_for_user(user=request.user).filter(pk=agent_id).exists():
         request.session[SESSION_AGENT_KEY] = agent_id
@@ -35,7 +35,7 @@ def agent_switch(request: HttpRequest) -> HttpResponse:
 
 
 def _api_key_page(
-    request: HttpRequest, form: ApiKeyCreateForm, *, status: int = 200
+    request: ConsoleRequest, form: ApiKeyCreateForm, *, status: int = 200
 ) -> HttpResponse:
     return render(
         request,
@@ -53,14 +53,14 @@ def _api_key_page(
 
 
 @console_view
-def api_key_list_page(request: HttpRequest) -> HttpResponse:
+def api_key_list_page(request: ConsoleRequest) -> HttpResponse:
     form = ApiKeyCreateForm(initial={"scopes": ApiKeyCreateForm.default_scopes()})
     return _api_key_page(request, form)
 
 
 @require_POST
 @console_view
-def api_key_create_page(request: HttpRequest) -> HttpResponse:
+def api_key_create_page(request: ConsoleRequest) -> HttpResponse:
     form = ApiKeyCreateForm(request.POST)
     if form.is_valid():
         needs_owner = sorted(set(form.cleaned_data["scopes"]) & OWNER_SCOPES)
@@ -85,7 +85,7 @@ def api_key_create_page(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view
-def api_key_revoke_page(request: HttpRequest, key_id: str) -> HttpResponse:
+def api_key_revoke_page(request: ConsoleRequest, key_id: str) -> HttpResponse:
     key = api_key_list(agent=request.agent).filter(pk=key_id).first()
     if key is not None and not request.is_owner and key.created_by_id != request.user.pk:
         messages.error(request, "Only owners can revoke keys created by someone else.")
