@@ -94,7 +94,9 @@ class ConversationViewSet(AgentViewSet):
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.CONVERSATION_FILTERS)
         queryset = selectors.conversation_list(agent=self.agent, filters=filters)
-        return self.paginated(queryset, keyset=selectors.CONVERSATION_KEYSET, render=conversation_to_dict)
+        return self.paginated(
+            queryset, keyset=selectors.CONVERSATION_KEYSET, render=conversation_to_dict
+        )
 
     @extend_schema(
         summary="Retrieve a conversation", parameters=ID_PARAMETER, responses={200: ConversationOut}
