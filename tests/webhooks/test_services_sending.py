@@ -26,6 +26,7 @@ from apps.webhooks.services import (
 from tests.activity.factories import run_factory
 from tests.webhooks.conftest import received
 from tests.webhooks.factories import delivery_factory, webhook_factory
+from tests.workers import wait_for
 
 
 def _configure(agent, receiver, path="/hook", **fields):
@@ -130,6 +131,9 @@ def test_slow_endpoint_is_a_timeout_attempt(agent, receiver, settings):
     assert attempt.response_status is None
     assert "Timed out" in attempt.error_message
     assert delivery.status == "pending"
+    # The receiver finishes the late answer after we gave up; wait for it here, or it would
+    # land in the next test's request log (the server outlives each test).
+    wait_for(lambda: receiver.log, timeout=5, message="the slow handler never finished")
 
 
 @pytest.mark.django_db
