@@ -81,6 +81,15 @@ def _apply(row: models.Model, data: dict, names: Iterable[str]) -> list[str]:
     return changed
 
 
+def _stamp_updated_at(row: models.Model, data: dict, changed: list[str], *, now) -> None:
+    """Take the record's `updated_at` if it has one, else stamp `now` when anything changed."""
+    if "updated_at" in data:
+        changed += _apply(row, data, ("updated_at",))
+    elif changed:
+        row.updated_at = now  # type: ignore[attr-defined]
+        changed.append("updated_at")
+
+
 def _create(row: models.Model, *, label: str) -> None:
     """Insert in a savepoint: a concurrent insert of the same id becomes a clean 400."""
     try:
@@ -190,11 +199,7 @@ def conversation_record(*, agent: Agent, data: dict, label: str = "record") -> s
         _create(conversation, label=label)
         return CREATED
     changed = _apply(conversation, data, (*_CONVERSATION_FIELDS, "user_id", "created_at"))
-    if "updated_at" in data:
-        changed += _apply(conversation, data, ("updated_at",))
-    elif changed:
-        conversation.updated_at = now
-        changed.append("updated_at")
+    _stamp_updated_at(conversation, data, changed, now=now)
     if not changed:
         return UNCHANGED
     conversation.save(update_fields=changed)
@@ -305,11 +310,7 @@ def run_record(*, agent: Agent, data: dict, label: str = "record") -> str:
             )
         ends_now = new_status in END_STATES
     changed = _apply(run, data, (*_RUN_FIELDS, "user_id", "status"))
-    if "updated_at" in data:
-        changed += _apply(run, data, ("updated_at",))
-    elif changed:
-        run.updated_at = now
-        changed.append("updated_at")
+    _stamp_updated_at(run, data, changed, now=now)
     if not changed:
         return UNCHANGED
     run.save(update_fields=changed)
