@@ -152,10 +152,7 @@ def webhook_test(request: HttpRequest) -> HttpResponse:
 
 @console_view(owner_required=True)
 def delivery_detail(request: HttpRequest, delivery_id: str) -> HttpResponse:
-    try:
-        delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
-    except NotFound as exc:
-        raise Http404(exc.message) from None
+    delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
     context = {"section": "webhooks", "delivery": delivery}
     if request.htmx:
         return render(request, "webhooks/delivery_detail.html#attempt-timeline", context)
@@ -165,10 +162,7 @@ def delivery_detail(request: HttpRequest, delivery_id: str) -> HttpResponse:
 @console_view(owner_required=True)
 def delivery_row(request: HttpRequest, delivery_id: str) -> HttpResponse:
     """The row of a delivery that is being sent or retried soon, polled until it settles."""
-    try:
-        delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
-    except NotFound as exc:
-        raise Http404(exc.message) from None
+    delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
     response = render(request, f"{TEMPLATE}#delivery-row", {"delivery": delivery})
     if not delivery.is_settling:
         response.status_code = HttpResponseStopPolling.status_code

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
+from apps.common.errors import NotFound
 from apps.workspaces.models import Agent, Membership, Workspace
 from apps.workspaces.selectors import agent_list_for_user
 
@@ -87,7 +88,10 @@ def console_view(view: Callable | None = None, *, owner_required: bool = False):
                 return render(request, "workspaces/no_agent.html", status=403)
             if owner_required and not request.is_owner:
                 raise PermissionDenied("Only workspace owners can use this page.")
-            return func(request, *args, **kwargs)
+            try:
+                return func(request, *args, **kwargs)
+            except NotFound as exc:  # another Agent's or a deleted resource: the 404 page
+                raise Http404(exc.message) from None
 
         return wrapper
 
