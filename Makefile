@@ -8,7 +8,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/agent_console
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
 PYTEST_ARGS ?=
 
-.PHONY: run test install test-postgres test-sqlite-smoke lint services bench
+.PHONY: run test install os-packages test-postgres test-sqlite-smoke lint services bench
 
 install:
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -19,9 +19,13 @@ run: install
 	@DEBUG=$${DEBUG:-1} $(UV) run python manage.py migrate --no-input -v 0
 	@DEBUG=$${DEBUG:-1} $(UV) run python scripts/run_all.py
 
-test: install services lint
+test: install os-packages services lint
 	@$(MAKE) --no-print-directory test-postgres
 	@$(MAKE) --no-print-directory test-sqlite-smoke
+
+# Chromium, pgvector and the other OS packages the suite needs, installed only when missing.
+os-packages:
+	@bash scripts/install_os_packages.sh
 
 services:
 	@bash scripts/ensure_services.sh

@@ -50,7 +50,7 @@ def prepare(runs: int) -> tuple[str, str]:
 
     from apps.activity.models import Run
     from apps.activity.selectors import RUN_KEYSET
-    from apps.api.pagination import _encode
+    from apps.common.keyset import _encode
     from apps.workspaces.models import Agent, Workspace
     from apps.workspaces.services import api_key_create
 

@@ -176,3 +176,22 @@ def _celery_queue_per_test_process(worker_id):
 def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     """No test writes uploaded files into the project's var/ folder."""
     settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):
+    """Say once, after pytest's own summary, how many skips were for want of the shared corpus."""
+    from tests.corpus import CORPUS_DIR, SKIP_REASON
+
+    yield
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and SKIP_REASON in str(report.longrepr[2])
+    ]
+    if skipped:
+        terminalreporter.write_line(
+            f"{len(skipped)} skipped (a module-level skip counts once) because the shared "
+            f"corpus is not at {CORPUS_DIR}; set CORPUS_DIR to run them.",
+            yellow=True,
+        )

@@ -13,8 +13,8 @@ from apps.activity import charts, selectors
 from apps.activity.models import Conversation, EndUser, RunStatus
 from apps.activity.overview import DEFAULT_PERIOD, PERIODS, STATUS_ORDER, overview_get
 from apps.activity.transcript import message_view, safe_url
-from apps.api.pagination import PageRequest, paginate
 from apps.common.errors import BadRequest, NotFound
+from apps.common.keyset import PageRequest, paginate
 from apps.workspaces.console import console_view
 
 PAGE_SIZE = 25

@@ -12,8 +12,8 @@ from django.db.models import QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
 from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
-from apps.api.pagination import Keyset
 from apps.common.errors import BadRequest, NotFound
+from apps.common.keyset import Keyset
 from apps.workspaces.models import Agent
 
 USER_KEYSET = Keyset("users", "last_seen_at", descending=True)

@@ -1,24 +1,9 @@
-"""Keyset pagination (contract section 8): signed opaque cursors, constant cost at any depth.
+"""The OpenAPI description of the keyset list parameters (the machinery is apps.common.keyset)."""
 
-A cursor holds the last row's sort value and id. The next page is the rows strictly after that
-pair in the list's order, found with an index range scan on (agent, sort key, id): no OFFSET,
-no COUNT. `has_more` comes from fetching one row more than asked.
-"""
-
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
-
-from django.core import signing
-from django.db.models import Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
-from apps.common.errors import BadRequest
-
-DEFAULT_LIMIT = 20
-MAX_LIMIT = 100
+from apps.common.keyset import DEFAULT_LIMIT, MAX_LIMIT
 
 # The `limit` and `after` query parameters of every list operation, for the OpenAPI document.
 PAGE_PARAMETERS = [
@@ -31,99 +16,3 @@ PAGE_PARAMETERS = [
         "after", OpenApiTypes.STR, description="The previous page's `next_cursor`; opaque."
     ),
 ]
-
-
-@dataclass(frozen=True)
-class Keyset:
-    """The order of one list: a sort field, then the id as tie-breaker, in one direction."""
-
-    name: str  # salts the cursor, so one list's cursor is refused by another
-    field: str
-    descending: bool
-
-    @property
-    def order_by(self) -> tuple[str, str]:
-        sign = "-" if self.descending else ""
-        return (f"{sign}{self.field}", f"{sign}id")
-
-    def after(self, value: Any, row_id: str) -> Q:
-        # `sort <= v AND (sort < v OR id < last)` keeps the scan a single index range on
-        # the sort key (an OR at the top level would make PostgreSQL scan two ranges).
-        op = "lt" if self.descending else "gt"
-        edge = "lte" if self.descending else "gte"
-        return Q(**{f"{self.field}__{edge}": value}) & (
-            Q(**{f"{self.field}__{op}": value}) | Q(**{f"id__{op}": row_id})
-        )
-
-
-@dataclass(frozen=True)
-class PageRequest:
-    limit: int
-    after: str | None
-
-
-@dataclass
-class Page:
-    rows: list
-    has_more: bool
-    next_cursor: str | None
-
-    def envelope(self, render: Callable[[Any], dict]) -> dict:
-        return {
-            "object": "list",
-            "data": [render(row) for row in self.rows],
-            "has_more": self.has_more,
-            "next_cursor": self.next_cursor,
-        }
-
-
-def page_request(query_params, *, default_limit: int = DEFAULT_LIMIT) -> PageRequest:
-    """Read and validate `limit` and `after`; anything out of range is a 400."""
-    raw_limit = query_params.get("limit")
-    if raw_limit is None:
-        limit = default_limit
-    else:
-        if not raw_limit.isascii() or not raw_limit.isdigit():
-            raise BadRequest(f"limit must be an integer from 1 to {MAX_LIMIT}; got {raw_limit!r}.")
-        limit = int(raw_limit)
-        if not 1 <= limit <= MAX_LIMIT:
-            raise BadRequest(f"limit must be an integer from 1 to {MAX_LIMIT}; got {limit}.")
-    after = query_params.get("after")
-    if after is not None and after == "":
-        raise BadRequest("after must be a cursor taken from a previous page's next_cursor.")
-    return PageRequest(limit=limit, after=after)
-
-
-def _encode(keyset: Keyset, value: Any, row_id: str) -> str:
-    if isinstance(value, datetime):
-        payload = {"t": value.isoformat(), "i": row_id}
-    else:
-        payload = {"v": value, "i": row_id}
-    return signing.dumps(payload, salt=f"cursor:{keyset.name}", compress=True)
-
-
-def _decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
-    try:
-        payload = signing.loads(cursor, salt=f"cursor:{keyset.name}")
-        row_id = payload["i"]
-        value = datetime.fromisoformat(payload["t"]) if "t" in payload else payload["v"]
-    except (signing.BadSignature, KeyError, TypeError, ValueError):
-        raise BadRequest(
-            "after is not a valid cursor for this list; pass next_cursor from the previous page."
-        ) from None
-    return value, row_id
-
-
-def paginate(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
-    queryset = queryset.order_by(*keyset.order_by)
-    if page.after is not None:
-        value, row_id = _decode(keyset, page.after)
-        queryset = queryset.filter(keyset.after(value, row_id))
-    rows: Sequence = list(queryset[: page.limit + 1])
-    has_more = len(rows) > page.limit
-    rows = list(rows[: page.limit])
-    next_cursor = None
-    if has_more:
-        last = rows[-1]
-        next_cursor = _encode(keyset, getattr(last, keyset.field), last.pk)
-    return Page(rows=rows, has_more=has_more, next_cursor=next_cursor)

@@ -11,8 +11,8 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
-from apps.api.pagination import Keyset, page_request, paginate
 from apps.common.errors import NotFound
+from apps.common.keyset import Keyset, page_request, paginate
 from apps.common.time import iso
 from apps.workspaces.models import Agent, ApiKey
 from apps.workspaces.selectors import is_workspace_owner

@@ -6,9 +6,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.parsers import MultiPartParser
 
-from apps.api.pagination import PAGE_PARAMETERS, page_request
+from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.views import AgentViewSet, json_response
 from apps.common.errors import BadRequest
+from apps.common.keyset import page_request
 from apps.knowledge import search, selectors, services
 from apps.knowledge.serializers import (
     KnowledgeDocumentListOut,

@@ -11,8 +11,8 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from apps.api.pagination import page_request
 from apps.common.errors import BadRequest, ServiceError
+from apps.common.keyset import page_request
 from apps.knowledge import search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.uploads import limit_uploads

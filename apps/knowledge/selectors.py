@@ -2,8 +2,8 @@
 
 from django.db.models import F
 
-from apps.api.pagination import Keyset, Page, PageRequest, paginate
 from apps.common.errors import Conflict, NotFound
+from apps.common.keyset import Keyset, Page, PageRequest, paginate
 from apps.knowledge.models import KnowledgeContentVersion, KnowledgeDocument
 from apps.workspaces.models import Agent
 

@@ -4,9 +4,10 @@ workspace. Thin: parse, call a selector or service, render with plain functions.
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 
-from apps.api.pagination import PAGE_PARAMETERS, Keyset
+from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
+from apps.common.keyset import Keyset
 from apps.webhooks import selectors, services
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import delivery_to_dict, secret_to_dict, webhook_to_dict

@@ -10,8 +10,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from apps.api.pagination import page_request, paginate
 from apps.common.errors import NotFound, ServiceError
+from apps.common.keyset import page_request, paginate
 from apps.webhooks import selectors, services
 from apps.webhooks.api import DELIVERY_KEYSET
 from apps.webhooks.forms import WebhookConfigForm

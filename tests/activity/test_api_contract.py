@@ -300,7 +300,7 @@ def _bulk_fill_with_sql(agent_id: str, n: int) -> None:
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL plans")
 def test_every_list_and_filter_is_an_index_range_scan_without_sort(agent, other_agent):
     from apps.activity import selectors
-    from apps.api.pagination import page_request, paginate
+    from apps.common.keyset import page_request, paginate
 
     _bulk_fill_with_sql(agent.pk, 20000)
     _bulk_fill_with_sql(other_agent.pk, 20000)

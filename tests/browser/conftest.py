@@ -33,7 +33,10 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def browser():
     if not os.path.exists(CHROMIUM):
-        pytest.fail(f"Chromium not found at {CHROMIUM}; .ci/run installs it with apt-get")
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}; `make test` installs it "
+            "(bash scripts/install_os_packages.sh)"
+        )
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API refuses to run inside a running asyncio loop; Django's async

@@ -27,5 +27,7 @@ def test_create_see_once_and_revoke_a_key(console_page):
     row = page.locator("#api-key-table tbody tr", has_text="Browser key")
     page.once("dialog", lambda dialog: dialog.accept())
     row.get_by_role("button", name="Revoke").click()
-    page.locator("#api-key-table tbody tr", has_text="Browser key").get_by_text("Revoked").wait_for()
+    page.locator("#api-key-table tbody tr", has_text="Browser key").get_by_text(
+        "Revoked"
+    ).wait_for()
     assert ApiClient(secret).get("/v1/connection").status == 401

@@ -3,7 +3,6 @@ through the real services, and a tiny threaded HTTP server for URL documents."""
 
 from __future__ import annotations
 
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -12,16 +11,15 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.knowledge import pipeline, services
+from tests.corpus import CORPUS_DIR, SKIP_REASON
 
-CORPUS = Path(
-    os.environ.get("CORPUS_DIR", Path(__file__).resolve().parents[3] / "shared" / "corpus")
-)
+CORPUS = CORPUS_DIR
 
 
 def corpus_file(relative: str) -> Path:
     path = CORPUS / relative
     if not path.exists():
-        pytest.skip(f"corpus file {relative} not available (set CORPUS_DIR)")
+        pytest.skip(f"{SKIP_REASON}: {relative} not found under {CORPUS} (set CORPUS_DIR)")
     return path
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import os
 import re
 from pathlib import Path
 
@@ -24,14 +23,12 @@ from apps.knowledge.extraction import (
     extract,
     extract_bounded,
 )
+from tests.corpus import CORPUS_DIR, SKIP_REASON
 
-CORPUS_DIR = Path(
-    os.environ.get("CORPUS_DIR") or Path(__file__).resolve().parents[2].parent / "shared/corpus"
-)
 MANIFEST = CORPUS_DIR / "MANIFEST.tsv"
 if not MANIFEST.is_file():
     pytest.skip(
-        f"corpus not found at {CORPUS_DIR} (set CORPUS_DIR to the shared corpus folder)",
+        f"{SKIP_REASON}: no MANIFEST.tsv under {CORPUS_DIR} (set CORPUS_DIR)",
         allow_module_level=True,
     )
 

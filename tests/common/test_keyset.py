@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.http import QueryDict
 
-from apps.api.pagination import Keyset, page_request, paginate
 from apps.common.errors import BadRequest
+from apps.common.keyset import Keyset, page_request, paginate
 from apps.workspaces.models import ApiKey
 from tests.factories import api_key_factory
 
