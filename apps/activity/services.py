@@ -7,8 +7,9 @@ same record twice changes nothing. Rules:
 - A field absent from a record keeps its stored value; a field present replaces it.
 - Users: `last_seen_at` only moves forward and `first_seen_at` only backward.
 - Runs: `streaming` may move to `completed`, `failed` or `aborted`; an ended run never changes
-  status again (400). Reaching an end state records the webhook outbox row in the same
-  transaction; re-sending the ended run does not record another.
+  status again (400). Every created or changed run is announced (`apps.activity.events`) in the
+  same transaction; webhooks listens and records its outbox row when the run ended, and
+  re-sending the ended run does not record another.
 - Referenced users and conversations must already exist for the Agent (earlier in the same
   request counts); anything else is a 400 naming the record and field.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
+from apps.activity.events import RunRecorded, announce_run_recorded
 from apps.activity.models import END_STATES, Conversation, EndUser, Message, Run, RunStatus
 from apps.activity.serializers import Record
 from apps.common.errors import BadRequest
@@ -264,13 +266,6 @@ _RUN_FIELDS = (
 )
 
 
-def _run_ended(run: Run) -> None:
-    """The webhook hook point: an outbox row in the caller's transaction."""
-    from apps.webhooks.services import delivery_record_for_run
-
-    delivery_record_for_run(run=run)
-
-
 def run_record(*, agent: Agent, data: dict, label: str = "record") -> str:
     run = _locked(Run, agent=agent, pk=data.get("id"), label=label)
     now = timezone.now()
@@ -292,8 +287,7 @@ def run_record(*, agent: Agent, data: dict, label: str = "record") -> str:
             run.pk = data["id"]
         _apply(run, data, (*_RUN_FIELDS, "user_id"))
         _create(run, label=label)
-        if run.status in END_STATES:
-            _run_ended(run)
+        announce_run_recorded(RunRecorded(run=run, previous=None, ended=run.status in END_STATES))
         return CREATED
     if "conversation_id" in data and data["conversation_id"] != run.conversation_id:
         raise BadRequest(
@@ -309,13 +303,13 @@ def run_record(*, agent: Agent, data: dict, label: str = "record") -> str:
                 f"run cannot become {new_status!r}."
             )
         ends_now = new_status in END_STATES
+    previous = {name: getattr(run, name) for name in (*_RUN_FIELDS, "user_id", "status")}
     changed = _apply(run, data, (*_RUN_FIELDS, "user_id", "status"))
     _stamp_updated_at(run, data, changed, now=now)
     if not changed:
         return UNCHANGED
     run.save(update_fields=changed)
-    if ends_now:
-        _run_ended(run)
+    announce_run_recorded(RunRecorded(run=run, previous=previous, ended=ends_now))
     return UPDATED
 
 

@@ -33,6 +33,9 @@ from django.utils import timezone
 from urllib3.exceptions import NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
+from apps.activity.events import RunRecorded
+from apps.activity.models import Run
+from apps.activity.rendering import run_to_dict
 from apps.common.errors import BadRequest, Conflict, NotFound
 from apps.common.http import FetchError, post_json
 from apps.common.ids import new_id
@@ -201,7 +204,13 @@ def _event_body(*, event_type: str, at: datetime, data: dict) -> str:
     return orjson.dumps({"type": event_type, "timestamp": iso(at), "data": data}).decode()
 
 
-def delivery_record_for_run(*, run) -> WebhookDelivery | None:
+def delivery_record_on_run_recorded(event: RunRecorded) -> None:
+    """The listener activity announces recorded runs to (registered in WebhooksConfig)."""
+    if event.ended:
+        delivery_record_for_run(run=event.run)
+
+
+def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
     """Called inside the transaction in which `run` reached an end state.
 
     Creates the run's one delivery when its Agent's webhook is enabled and subscribed to
@@ -221,8 +230,6 @@ def delivery_record_for_run(*, run) -> WebhookDelivery | None:
     ).first()
     if existing is not None:
         return existing
-
-    from apps.activity.rendering import run_to_dict
 
     now = timezone.now()
     held = webhook.paused_at is not None
@@ -599,39 +606,37 @@ def delivery_retry(*, agent, delivery_id: str) -> WebhookDelivery:
 
 
 def _sample_run(*, agent, status: str, now: datetime) -> dict:
-    from apps.activity.models import Run
-    from apps.activity.rendering import run_to_dict
-
+    """The Agent's latest run of `status`, or an example run: both rendered by `run_to_dict`,
+    so a test send has exactly the shape of a real event."""
     run = Run.objects.filter(agent=agent, status=status).order_by("-created_at", "-id").first()
-    if run is not None:
-        return run_to_dict(run)
-    return {
-        "object": "run",
-        "id": new_id("run"),
-        "conversation_id": new_id("conv"),
-        "user_id": None,
-        "request_id": new_id("req"),
-        "status": status,
-        "model_id": "example-model",
-        "effort": None,
-        "sdk_version": "1.0.0",
-        "protocol_version": 1,
-        "input_tokens": 120,
-        "output_tokens": 48,
-        "total_tokens": 168,
-        "cache_read_tokens": 0,
-        "cache_write_tokens": 0,
-        "credits_charged": 0.5,
-        "tool_names": [],
-        "failed_tool_names": [],
-        "component_kinds": [],
-        "error_code": "example_error" if status == "failed" else None,
-        "first_chunk_at": iso(now - timedelta(seconds=2)),
-        "completed_at": iso(now),
-        "total_turn_latency_ms": 2400.0,
-        "created_at": iso(now - timedelta(seconds=3)),
-        "updated_at": iso(now),
-    }
+    if run is None:
+        run = Run(
+            id=new_id("run"),
+            agent=agent,
+            conversation_id=new_id("conv"),
+            user_id=None,
+            request_id=new_id("req"),
+            status=status,
+            model_id="example-model",
+            sdk_version="1.0.0",
+            protocol_version=1,
+            input_tokens=120,
+            output_tokens=48,
+            total_tokens=168,
+            cache_read_tokens=0,
+            cache_write_tokens=0,
+            credits_charged=0.5,
+            tool_names=[],
+            failed_tool_names=[],
+            component_kinds=[],
+            error_code="example_error" if status == "failed" else None,
+            first_chunk_at=now - timedelta(seconds=2),
+            completed_at=now,
+            total_turn_latency_ms=2400.0,
+            created_at=now - timedelta(seconds=3),
+            updated_at=now,
+        )
+    return run_to_dict(run)
 
 
 def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelivery:

@@ -413,3 +413,20 @@ def test_body_is_the_same_bytes_on_every_attempt(agent, receiver):
     assert first.get_data() == second.get_data()
     assert first.headers["webhook-id"] == second.headers["webhook-id"]
     assert orjson.loads(first.get_data())["data"]["id"] == delivery.run_id
+
+
+@pytest.mark.django_db
+def test_test_send_sample_has_exactly_the_shape_of_a_real_run_event(agent, receiver):
+    _configure(agent, receiver, events=["run.completed"])
+    receiver.expect_request("/hook").respond_with_data("ok")
+    real = delivery_record_for_run(run=run_factory(agent=agent, status="completed"))
+    sample = delivery_send_test(agent=agent, event_type="run.aborted")  # no aborted run exists
+
+    real_data = orjson.loads(real.body)["data"]
+    sample_data = orjson.loads(sample.body)["data"]
+    assert list(sample_data) == list(real_data)
+    both_set = [key for key in real_data if None not in (real_data[key], sample_data[key])]
+    assert [type(sample_data[key]) for key in both_set] == [
+        type(real_data[key]) for key in both_set
+    ]
+    assert sample_data["status"] == "aborted"
