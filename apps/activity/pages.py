@@ -6,32 +6,32 @@ A bad filter or cursor shows its message above the table instead of an error pag
 
 from datetime import timedelta
 
-from django.http import HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from apps.activity import charts, selectors
-from apps.activity.models import Conversation, EndUser, RunStatus
+from apps.activity.models import Conversation, RunStatus
 from apps.activity.overview import DEFAULT_PERIOD, PERIODS, STATUS_ORDER, overview_get
 from apps.activity.transcript import message_view, safe_url
-from apps.common.errors import BadRequest, NotFound
-from apps.common.keyset import PageRequest, paginate
-from apps.workspaces.console import console_view
+from apps.common.errors import BadRequest
+from apps.common.keyset import Keyset, Page, paginate
+from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
 
 PAGE_SIZE = 25
 TRANSCRIPT_LIMIT = 500
+CONVERSATION_RUNS_LIMIT = 200
+USER_CONVERSATIONS_LIMIT = 50
+USER_RUNS_LIMIT = 20
 
 
-def _page(request: HttpRequest, queryset, keyset):
-    """One keyset page of `queryset`, or the first page and an error for a bad cursor."""
-    after = request.GET.get("after") or None
-    try:
-        return paginate(queryset, keyset=keyset, page=PageRequest(PAGE_SIZE, after)), None
-    except BadRequest:
-        page = paginate(queryset, keyset=keyset, page=PageRequest(PAGE_SIZE, None))
-        return page, "That page link is no longer valid; showing the newest entries."
+def _page(request: ConsoleRequest, queryset: QuerySet, keyset: Keyset) -> tuple[Page, str | None]:
+    return keyset_page(
+        request, lambda page: paginate(queryset, keyset=keyset, page=page), limit=PAGE_SIZE
+    )
 
 
-def _filters(request: HttpRequest, specs, *, dates: tuple[str, str] | None = None):
+def _filters(request: ConsoleRequest, specs, *, dates: tuple[str, str] | None = None):
     """(filter values, error message) from the query string.
 
     The console's `from`/`to` date inputs become the list's date range; `to` includes its day.
@@ -55,17 +55,11 @@ def _filters(request: HttpRequest, specs, *, dates: tuple[str, str] | None = Non
     return values, None
 
 
-def _render(request, template: str, partial: str, context: dict) -> HttpResponse:
-    if request.htmx and request.htmx.target == partial:
-        return render(request, f"{template}#{partial}", context)
-    return render(request, template, context)
-
-
 # --- Overview ------------------------------------------------------------------------------------
 
 
 @console_view
-def overview(request: HttpRequest) -> HttpResponse:
+def overview(request: ConsoleRequest) -> HttpResponse:
     try:
         days = int(request.GET.get("days", DEFAULT_PERIOD))
     except ValueError:
@@ -90,14 +84,14 @@ def overview(request: HttpRequest) -> HttpResponse:
         "tool_max": max((count for _, count in data.top_tools), default=1),
         "failing_max": max((count for _, count in data.failing_tools), default=1),
     }
-    return _render(request, "activity/overview.html", "overview-charts", context)
+    return render_page(request, "activity/overview.html", context, partial="overview-charts")
 
 
 # --- Conversations -------------------------------------------------------------------------------
 
 
 @console_view
-def conversation_list(request: HttpRequest) -> HttpResponse:
+def conversation_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(
         request, selectors.CONVERSATION_FILTERS, dates=("updated_after", "updated_before")
     )
@@ -116,39 +110,26 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
         "filtering": bool(filters or search),
         "is_first_page": not request.GET.get("after"),
     }
-    return _render(request, "activity/conversation_list.html", "conversation-table", context)
+    return render_page(
+        request, "activity/conversation_list.html", context, partial="conversation-table"
+    )
 
 
 @console_view
-def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    try:
-        conversation = selectors.conversation_get(
-            agent=request.agent, conversation_id=conversation_id
-        )
-    except NotFound:
-        return render(request, "activity/not_found.html", {"what": "conversation"}, status=404)
-    messages = list(
-        selectors.message_list(agent=request.agent, conversation_id=conversation.pk).order_by(
-            *selectors.MESSAGE_KEYSET.order_by
-        )[: TRANSCRIPT_LIMIT + 1]
-    )
-    runs = list(
-        selectors.run_list(
-            agent=request.agent, filters={"conversation_id": conversation.pk}
-        ).order_by("created_at", "id")[:200]
-    )
-    user = (
-        EndUser.objects.filter(agent=request.agent, pk=conversation.user_id).first()
-        if conversation.user_id
-        else None
+def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(agent=request.agent, conversation_id=conversation_id)
+    messages = selectors.transcript_messages(
+        agent=request.agent, conversation_id=conversation.pk, limit=TRANSCRIPT_LIMIT
     )
     context = {
         "section": "conversations",
         "conversation": conversation,
-        "end_user": user,
+        "end_user": selectors.end_user_find(agent=request.agent, user_id=conversation.user_id),
         "transcript": [message_view(message) for message in messages[:TRANSCRIPT_LIMIT]],
         "truncated": len(messages) > TRANSCRIPT_LIMIT,
-        "runs": runs,
+        "runs": selectors.conversation_runs(
+            agent=request.agent, conversation_id=conversation.pk, limit=CONVERSATION_RUNS_LIMIT
+        ),
     }
     return render(request, "activity/conversation_detail.html", context)
 
@@ -157,7 +138,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
 
 
 @console_view
-def user_list(request: HttpRequest) -> HttpResponse:
+def user_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(request, selectors.USER_FILTERS)
     page, page_error = _page(
         request, selectors.user_list(agent=request.agent, filters=filters), selectors.USER_KEYSET
@@ -168,27 +149,22 @@ def user_list(request: HttpRequest) -> HttpResponse:
         "error": error or page_error,
         "is_first_page": not request.GET.get("after"),
     }
-    return _render(request, "activity/user_list.html", "user-table", context)
+    return render_page(request, "activity/user_list.html", context, partial="user-table")
 
 
 @console_view
-def user_detail(request: HttpRequest, user_id: str) -> HttpResponse:
-    try:
-        user = selectors.user_get(agent=request.agent, user_id=user_id)
-    except NotFound:
-        return render(request, "activity/not_found.html", {"what": "user"}, status=404)
-    conversations = selectors.conversation_list(
-        agent=request.agent, filters={"user_id": user.pk}
-    ).order_by(*selectors.CONVERSATION_KEYSET.order_by)[:50]
-    runs = selectors.run_list(agent=request.agent, filters={"user_id": user.pk}).order_by(
-        *selectors.RUN_KEYSET.order_by
-    )[:20]
+def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
+    user = selectors.user_get(agent=request.agent, user_id=user_id)
     context = {
         "section": "users",
         "end_user": user,
         "avatar_url": safe_url(user.avatar_url),
-        "conversations": conversations,
-        "runs": runs,
+        "conversations": selectors.user_recent_conversations(
+            agent=request.agent, user_id=user.pk, limit=USER_CONVERSATIONS_LIMIT
+        ),
+        "runs": selectors.user_recent_runs(
+            agent=request.agent, user_id=user.pk, limit=USER_RUNS_LIMIT
+        ),
     }
     return render(request, "activity/user_detail.html", context)
 
@@ -197,7 +173,7 @@ def user_detail(request: HttpRequest, user_id: str) -> HttpResponse:
 
 
 @console_view
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(
         request, selectors.RUN_FILTERS, dates=("created_after", "created_before")
     )
@@ -212,15 +188,14 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "filtering": bool(filters),
         "is_first_page": not request.GET.get("after"),
     }
-    return _render(request, "activity/run_list.html", "run-table", context)
+    return render_page(request, "activity/run_list.html", context, partial="run-table")
 
 
 @console_view
-def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    try:
-        run = selectors.run_get(agent=request.agent, run_id=run_id)
-    except NotFound:
-        return render(request, "activity/not_found.html", {"what": "run"}, status=404)
-    conversation = Conversation.objects.filter(agent=request.agent, pk=run.conversation_id).first()
+def run_detail(request: ConsoleRequest, run_id: str) -> HttpResponse:
+    run = selectors.run_get(agent=request.agent, run_id=run_id)
+    conversation = selectors.conversation_find(
+        agent=request.agent, conversation_id=run.conversation_id
+    )
     context = {"section": "runs", "run": run, "conversation": conversation}
     return render(request, "activity/run_detail.html", context)

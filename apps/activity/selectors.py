@@ -183,3 +183,51 @@ def run_get(*, agent: Agent, run_id: str) -> Run:
     if run is None:
         raise NotFound(f"No run {run_id!r} for this Agent.")
     return run
+
+
+# --- Console reads: a few rows around one record, in display order ------------------------------
+
+
+def conversation_find(*, agent: Agent, conversation_id: str | None) -> Conversation | None:
+    """The conversation if it exists for the Agent, else None (a run's link may dangle)."""
+    if not conversation_id:
+        return None
+    return Conversation.objects.filter(agent=agent, pk=conversation_id).first()
+
+
+def end_user_find(*, agent: Agent, user_id: str | None) -> EndUser | None:
+    if not user_id:
+        return None
+    return EndUser.objects.filter(agent=agent, pk=user_id).first()
+
+
+def transcript_messages(*, agent: Agent, conversation_id: str, limit: int) -> list[Message]:
+    """The first `limit + 1` messages, oldest first: one more than shown tells truncation."""
+    return list(
+        message_list(agent=agent, conversation_id=conversation_id).order_by(
+            *MESSAGE_KEYSET.order_by
+        )[: limit + 1]
+    )
+
+
+def conversation_runs(*, agent: Agent, conversation_id: str, limit: int) -> list[Run]:
+    """A conversation's runs in the order they happened."""
+    return list(
+        run_list(agent=agent, filters={"conversation_id": conversation_id}).order_by(
+            "created_at", "id"
+        )[:limit]
+    )
+
+
+def user_recent_conversations(*, agent: Agent, user_id: str, limit: int) -> list[Conversation]:
+    return list(
+        conversation_list(agent=agent, filters={"user_id": user_id}).order_by(
+            *CONVERSATION_KEYSET.order_by
+        )[:limit]
+    )
+
+
+def user_recent_runs(*, agent: Agent, user_id: str, limit: int) -> list[Run]:
+    return list(
+        run_list(agent=agent, filters={"user_id": user_id}).order_by(*RUN_KEYSET.order_by)[:limit]
+    )

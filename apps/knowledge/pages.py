@@ -4,7 +4,7 @@ document page. Thin: every rule lives in services and selectors, shared with the
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -12,11 +12,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import BadRequest, ServiceError
-from apps.common.keyset import page_request
 from apps.knowledge import search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.uploads import limit_uploads
-from apps.workspaces.console import console_view
+from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
 
 LIST_TEMPLATE = "knowledge/document_list.html"
 DETAIL_TEMPLATE = "knowledge/document_detail.html"
@@ -29,15 +28,12 @@ def _interval_choices() -> list[tuple[int, str]]:
     return [(hours, labels[hours]) for hours in REFRESH_INTERVALS]
 
 
-def _table_context(request: HttpRequest) -> dict:
-    try:
-        page = selectors.document_list(
-            agent=request.agent, page=page_request(request.GET, default_limit=PAGE_SIZE)
-        )
-    except BadRequest:
-        page = selectors.document_list(
-            agent=request.agent, page=page_request({}, default_limit=PAGE_SIZE)
-        )
+def _table_context(request: ConsoleRequest) -> dict:
+    page, _stale = keyset_page(
+        request,
+        lambda page: selectors.document_list(agent=request.agent, page=page),
+        limit=PAGE_SIZE,
+    )
     return {
         "documents": page.rows,
         "next_cursor": page.next_cursor,
@@ -48,12 +44,10 @@ def _table_context(request: HttpRequest) -> dict:
 
 @require_GET
 @console_view
-def document_list(request: HttpRequest) -> HttpResponse:
+def document_list(request: ConsoleRequest) -> HttpResponse:
     context = _table_context(request)
-    if request.htmx and request.GET.get("partial") == "table":
-        return render(request, f"{LIST_TEMPLATE}#document-table", context)
     context.update(section="knowledge", max_upload_mb=services.max_upload_bytes() // 2**20)
-    return render(request, LIST_TEMPLATE, context)
+    return render_page(request, LIST_TEMPLATE, context, partial="document-table")
 
 
 @csrf_exempt
@@ -73,7 +67,7 @@ def document_upload(request: HttpRequest) -> HttpResponse:
 
 @csrf_protect
 @console_view
-def _document_upload(request: HttpRequest) -> HttpResponse:
+def _document_upload(request: ConsoleRequest) -> HttpResponse:
     try:
         upload = request.FILES.get("file")
         if upload is None:
@@ -86,7 +80,7 @@ def _document_upload(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view
-def document_add_url(request: HttpRequest) -> HttpResponse:
+def document_add_url(request: ConsoleRequest) -> HttpResponse:
     url = request.POST.get("url", "")
     name = request.POST.get("name", "").strip() or None
     error = None
@@ -113,7 +107,7 @@ def document_add_url(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def _row(request: HttpRequest, document: KnowledgeDocument, *, error: str | None = None):
+def _row(request: ConsoleRequest, document: KnowledgeDocument, *, error: str | None = None):
     context = {"document": document, "interval_choices": _interval_choices(), "row_error": error}
     response = render(request, f"{LIST_TEMPLATE}#document-row", context)
     if request.method == "GET" and not document.is_working:
@@ -122,22 +116,18 @@ def _row(request: HttpRequest, document: KnowledgeDocument, *, error: str | None
     return response
 
 
-def _get_or_404(request: HttpRequest, document_id: str) -> KnowledgeDocument:
-    from django.http import Http404
-
-    try:
-        return selectors.document_get(agent=request.agent, document_id=document_id)
-    except ServiceError:
-        raise Http404("No such document.") from None
+def _get_or_404(request: ConsoleRequest, document_id: str) -> KnowledgeDocument:
+    """The Agent's document; NotFound reaches console_view, which shows the 404 page."""
+    return selectors.document_get(agent=request.agent, document_id=document_id)
 
 
 @require_GET
 @console_view
-def document_row(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_row(request: ConsoleRequest, document_id: str) -> HttpResponse:
     return _row(request, _get_or_404(request, document_id))
 
 
-def _row_action(request: HttpRequest, document_id: str, action) -> HttpResponse:
+def _row_action(request: ConsoleRequest, document_id: str, action) -> HttpResponse:
     error = None
     try:
         document = action()
@@ -153,7 +143,7 @@ def _row_action(request: HttpRequest, document_id: str, action) -> HttpResponse:
 
 @require_POST
 @console_view
-def document_rename(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_rename(request: ConsoleRequest, document_id: str) -> HttpResponse:
     return _row_action(
         request,
         document_id,
@@ -165,7 +155,7 @@ def document_rename(request: HttpRequest, document_id: str) -> HttpResponse:
 
 @require_POST
 @console_view
-def document_toggle(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_toggle(request: ConsoleRequest, document_id: str) -> HttpResponse:
     enable = request.POST.get("is_enabled") == "true"
     return _row_action(
         request,
@@ -178,7 +168,7 @@ def document_toggle(request: HttpRequest, document_id: str) -> HttpResponse:
 
 @require_POST
 @console_view
-def document_refresh(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_refresh(request: ConsoleRequest, document_id: str) -> HttpResponse:
     return _row_action(
         request,
         document_id,
@@ -188,7 +178,7 @@ def document_refresh(request: HttpRequest, document_id: str) -> HttpResponse:
 
 @require_POST
 @console_view
-def document_schedule(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_schedule(request: ConsoleRequest, document_id: str) -> HttpResponse:
     def action():
         try:
             hours = int(request.POST.get("refresh_interval_hours", ""))
@@ -203,7 +193,7 @@ def document_schedule(request: HttpRequest, document_id: str) -> HttpResponse:
 
 @require_POST
 @console_view
-def document_delete(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_delete(request: ConsoleRequest, document_id: str) -> HttpResponse:
     document = _get_or_404(request, document_id)
     services.document_delete(agent=request.agent, document_id=document_id)
     if request.htmx:
@@ -214,7 +204,7 @@ def document_delete(request: HttpRequest, document_id: str) -> HttpResponse:
 
 @require_GET
 @console_view
-def document_search(request: HttpRequest) -> HttpResponse:
+def document_search(request: ConsoleRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()[:500]
     hits = (
         search.search_chunks(agent=request.agent, query=query, limit=SEARCH_LIMIT) if query else []
@@ -229,9 +219,9 @@ def document_search(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @console_view
-def document_detail(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
     document = _get_or_404(request, document_id)
-    if request.htmx and request.GET.get("partial") == "status":
+    if request.htmx and request.htmx.target == "document-status":
         response = render(request, f"{DETAIL_TEMPLATE}#document-status", {"document": document})
         if not document.is_working:
             # Settled: stop polling and reload so the new content shows.
@@ -249,7 +239,7 @@ def document_detail(request: HttpRequest, document_id: str) -> HttpResponse:
             "section": "knowledge",
             "document": document,
             "version": version,
-            "chunk_count": version.chunks.count() if version else 0,
+            "chunk_count": selectors.version_chunk_count(version=version) if version else 0,
             "interval_choices": _interval_choices(),
         },
     )

@@ -44,3 +44,7 @@ def document_content(*, agent: Agent, document_id: str) -> KnowledgeContentVersi
         return version
     document_get(agent=agent, document_id=document_id)  # 404 when there is no document at all
     raise Conflict("The document has no indexed content yet; poll it until its status is ready.")
+
+
+def version_chunk_count(*, version: KnowledgeContentVersion) -> int:
+    return version.chunks.count()

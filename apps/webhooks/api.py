@@ -7,7 +7,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
-from apps.common.keyset import Keyset
 from apps.webhooks import selectors, services
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import delivery_to_dict, secret_to_dict, webhook_to_dict
@@ -19,7 +18,6 @@ from apps.webhooks.serializers import (
     WebhookUpdateIn,
 )
 
-DELIVERY_KEYSET = Keyset("webhook-deliveries", "created_at", descending=True)
 WebhookDeliveryList = list_envelope(WebhookDeliveryOut, "WebhookDeliveryList")
 
 AGENT_PARAMETER = OpenApiParameter(
@@ -147,7 +145,7 @@ class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
             status=request.query_params.get("status"),
             event_type=request.query_params.get("event_type"),
         )
-        return self.paginated(queryset, keyset=DELIVERY_KEYSET, render=delivery_to_dict)
+        return self.paginated(queryset, keyset=selectors.DELIVERY_KEYSET, render=delivery_to_dict)
 
     @extend_schema(
         summary="Retrieve a webhook delivery",

@@ -5,46 +5,43 @@ Thin: every rule lives in apps.webhooks.services and selectors, shared with the 
 """
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from apps.common.errors import NotFound, ServiceError
-from apps.common.keyset import page_request, paginate
+from apps.common.errors import BadRequest, NotFound, ServiceError
+from apps.common.keyset import paginate
 from apps.webhooks import selectors, services
-from apps.webhooks.api import DELIVERY_KEYSET
 from apps.webhooks.forms import WebhookConfigForm
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
-from apps.workspaces.console import console_view
+from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
 
 PAGE_SIZE = 25
 TEMPLATE = "webhooks/webhook_detail.html"
 
 
-def _deliveries(request: HttpRequest) -> dict:
+def _deliveries(request: ConsoleRequest) -> dict:
     status = request.GET.get("status") or None
     event_type = request.GET.get("event_type") or None
-    if status not in (None, *DeliveryStatus.values):
-        status = None
-    if event_type not in (None, *EVENT_TYPES):
-        event_type = None
     try:
-        page = page_request(request.GET, default_limit=PAGE_SIZE)
-        result = paginate(
-            selectors.delivery_list(agent=request.agent, status=status, event_type=event_type),
-            keyset=DELIVERY_KEYSET,
-            page=page,
+        deliveries = selectors.delivery_list(
+            agent=request.agent, status=status, event_type=event_type
         )
-    except ServiceError:  # a stale or edited cursor: start from the newest
-        result = paginate(
-            selectors.delivery_list(agent=request.agent, status=status, event_type=event_type),
-            keyset=DELIVERY_KEYSET,
-            page=page_request({}, default_limit=PAGE_SIZE),
-        )
+        filter_error = None
+    except BadRequest as exc:  # an edited filter: show every delivery and say why
+        status = event_type = None
+        deliveries = selectors.delivery_list(agent=request.agent)
+        filter_error = exc.message
+    result, page_error = keyset_page(
+        request,
+        lambda page: paginate(deliveries, keyset=selectors.DELIVERY_KEYSET, page=page),
+        limit=PAGE_SIZE,
+    )
     return {
         "deliveries": result.rows,
         "next_cursor": result.next_cursor,
+        "list_error": filter_error or page_error,
         "is_first_page": not request.GET.get("after"),
         "status_filter": status or "",
         "event_filter": event_type or "",
@@ -54,7 +51,7 @@ def _deliveries(request: HttpRequest) -> dict:
 
 
 def _page(
-    request: HttpRequest, *, form=None, status: int = 200, extra: dict | None = None
+    request: ConsoleRequest, *, form=None, status: int = 200, extra: dict | None = None
 ) -> HttpResponse:
     webhook = selectors.webhook_get(agent=request.agent)
     if form is None:
@@ -73,19 +70,17 @@ def _page(
         **_deliveries(request),
         **(extra or {}),
     }
-    return render(request, TEMPLATE, context, status=status)
+    return render_page(request, TEMPLATE, context, partial="delivery-table", status=status)
 
 
 @console_view(owner_required=True)
-def webhook_detail(request: HttpRequest) -> HttpResponse:
-    if request.htmx and request.htmx.target == "delivery-table":
-        return render(request, f"{TEMPLATE}#delivery-table", _deliveries(request))
+def webhook_detail(request: ConsoleRequest) -> HttpResponse:
     return _page(request)
 
 
 @require_POST
 @console_view(owner_required=True)
-def webhook_config(request: HttpRequest) -> HttpResponse:
+def webhook_config(request: ConsoleRequest) -> HttpResponse:
     form = WebhookConfigForm(request.POST)
     if form.is_valid():
         try:
@@ -107,7 +102,7 @@ def webhook_config(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def webhook_pause(request: HttpRequest) -> HttpResponse:
+def webhook_pause(request: ConsoleRequest) -> HttpResponse:
     paused = request.POST.get("paused") == "1"
     services.webhook_update(agent=request.agent, paused=paused)
     messages.success(
@@ -119,7 +114,7 @@ def webhook_pause(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def webhook_secret(request: HttpRequest) -> HttpResponse:
+def webhook_secret(request: ConsoleRequest) -> HttpResponse:
     """Reveal (action=reveal) or rotate (action=rotate) the signing secret."""
     rotated = request.POST.get("action") == "rotate"
     if rotated:
@@ -136,7 +131,7 @@ def webhook_secret(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def webhook_test(request: HttpRequest) -> HttpResponse:
+def webhook_test(request: ConsoleRequest) -> HttpResponse:
     event_type = request.POST.get("event_type") or None
     try:
         delivery = services.delivery_send_test(agent=request.agent, event_type=event_type)
@@ -151,16 +146,16 @@ def webhook_test(request: HttpRequest) -> HttpResponse:
 
 
 @console_view(owner_required=True)
-def delivery_detail(request: HttpRequest, delivery_id: str) -> HttpResponse:
+def delivery_detail(request: ConsoleRequest, delivery_id: str) -> HttpResponse:
     delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
     context = {"section": "webhooks", "delivery": delivery}
-    if request.htmx:
+    if request.htmx:  # expanded in place inside the deliveries table
         return render(request, "webhooks/delivery_detail.html#attempt-timeline", context)
     return render(request, "webhooks/delivery_detail.html", context)
 
 
 @console_view(owner_required=True)
-def delivery_row(request: HttpRequest, delivery_id: str) -> HttpResponse:
+def delivery_row(request: ConsoleRequest, delivery_id: str) -> HttpResponse:
     """The row of a delivery that is being sent or retried soon, polled until it settles."""
     delivery = selectors.delivery_get(agent=request.agent, delivery_id=delivery_id)
     response = render(request, f"{TEMPLATE}#delivery-row", {"delivery": delivery})
@@ -171,11 +166,11 @@ def delivery_row(request: HttpRequest, delivery_id: str) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def delivery_retry(request: HttpRequest, delivery_id: str) -> HttpResponse:
+def delivery_retry(request: ConsoleRequest, delivery_id: str) -> HttpResponse:
     try:
         delivery = services.delivery_retry(agent=request.agent, delivery_id=delivery_id)
-    except NotFound as exc:
-        raise Http404(exc.message) from None
+    except NotFound:
+        raise  # console_view shows the 404 page
     except ServiceError as exc:
         if not request.htmx:
             messages.error(request, exc.message)

@@ -3,6 +3,7 @@
 from django.db.models import Prefetch, QuerySet
 
 from apps.common.errors import BadRequest, NotFound
+from apps.common.keyset import Keyset
 from apps.webhooks.models import (
     EVENT_TYPES,
     DeliveryStatus,
@@ -10,6 +11,9 @@ from apps.webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+
+# GET .../webhook/deliveries: newest first, ties broken by id.
+DELIVERY_KEYSET = Keyset("webhook-deliveries", "created_at", descending=True)
 
 
 def webhook_get(*, agent) -> Webhook | None:

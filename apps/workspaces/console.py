@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from apps.common.errors import NotFound
+from apps.common.errors import BadRequest, NotFound
+from apps.common.keyset import Page, PageRequest
 from apps.workspaces.models import Agent, Membership, Workspace
-from apps.workspaces.selectors import agent_list_for_user
+from apps.workspaces.selectors import agent_list_for_user, membership_get
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -73,7 +74,10 @@ def _attach_agent(request: ConsoleRequest) -> bool:
     request.session[SESSION_AGENT_KEY] = agent.pk
     request.agent = agent
     request.workspace = agent.workspace
-    request.membership = Membership.objects.get(workspace=agent.workspace, user=request.user)
+    membership = membership_get(user=request.user, workspace_id=agent.workspace_id)
+    if membership is None:  # removed from the workspace between the two reads
+        return False
+    request.membership = membership
     request.is_owner = request.membership.is_owner
     return True
 
@@ -91,8 +95,39 @@ def console_view(view: Callable | None = None, *, owner_required: bool = False):
             try:
                 return func(request, *args, **kwargs)
             except NotFound as exc:  # another Agent's or a deleted resource: the 404 page
-                raise Http404(exc.message) from None
+                return render(request, "404.html", {"message": exc.message}, status=404)
 
         return wrapper
 
     return decorator(view) if view is not None else decorator
+
+
+def render_page(
+    request: HttpRequest,
+    template: str,
+    context: dict,
+    *,
+    partial: str | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The whole page, or only the region `partial` when HTMX asked for it (its DOM id is the
+    request's `HX-Target`, and the template's partial of the same name renders it)."""
+    htmx = getattr(request, "htmx", None)
+    if partial is not None and htmx and htmx.target == partial:
+        return render(request, f"{template}#{partial}", context, status=status)
+    return render(request, template, context, status=status)
+
+
+STALE_CURSOR_MESSAGE = "That page link is no longer valid; showing the first page."
+
+
+def keyset_page(
+    request: HttpRequest, fetch: Callable[[PageRequest], Page], *, limit: int
+) -> tuple[Page, str | None]:
+    """The page the query string's `after` names, fetched by `fetch`; a stale or edited cursor
+    gives the first page and a message to show, never an error page."""
+    after = request.GET.get("after") or None  # "Newest" links send an empty `after`
+    try:
+        return fetch(PageRequest(limit=limit, after=after)), None
+    except BadRequest:
+        return fetch(PageRequest(limit=limit, after=None)), STALE_CURSOR_MESSAGE

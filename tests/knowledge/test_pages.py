@@ -45,7 +45,10 @@ def test_list_page_shows_documents_and_forms(console, document):
 
 
 def test_table_partial_for_htmx(console, document):
-    response = console.get(reverse("knowledge:document_list") + "?partial=table", headers=HX)
+    # htmx names the swapped element (the table itself, refreshed on `knowledge-changed`).
+    response = console.get(
+        reverse("knowledge:document_list"), headers={**HX, "HX-Target": "document-table"}
+    )
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="document-table"')
     assert "<html" not in html
@@ -193,3 +196,20 @@ def test_search_partial_shows_highlighted_hits(console, document):
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="search-results"')
     assert "<mark>shop</mark>" in html and "hours.md" in html
+
+
+def test_status_partial_of_a_settled_document_stops_polling_and_reloads(console, document):
+    response = console.get(
+        reverse("knowledge:document_detail", args=[document.pk]),
+        headers={**HX, "HX-Target": "document-status"},
+    )
+    assert response.status_code == 286  # htmx: stop polling
+    assert response["HX-Refresh"] == "true"
+    assert response.content.decode().lstrip().startswith('<div id="document-status"')
+
+
+def test_missing_document_page_is_the_styled_404(console):
+    response = console.get(reverse("knowledge:document_detail", args=["doc_missing"]))
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "Not found" in html and 'class="sidebar' in html

@@ -218,3 +218,17 @@ def test_a_retry_hours_away_does_not_poll(owner_client, agent):
         webhook=webhook, status="pending", next_attempt_at=timezone.now() + timedelta(hours=2)
     )
     assert "every 3s" not in owner_client.get("/webhooks/").content.decode()
+
+
+def test_an_edited_filter_or_cursor_shows_every_delivery_and_says_why(owner_client, agent):
+    delivery = delivery_factory(webhook=webhook_factory(agent=agent), status="failed")
+
+    bad_filter = owner_client.get("/webhooks/?status=exploded").content.decode()
+    assert delivery.pk in bad_filter
+    assert "status must be one of" in bad_filter
+
+    bad_cursor = owner_client.get(
+        "/webhooks/?after=tampered", headers={**HTMX, "HX-Target": "delivery-table"}
+    ).content.decode()
+    assert delivery.pk in bad_cursor and "<html" not in bad_cursor
+    assert "no longer valid" in bad_cursor
