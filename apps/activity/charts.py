@@ -41,10 +41,10 @@ def _number(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _frame(top: float, label: str, days: Sequence[date], inner: list[str]) -> SafeString:
+def _frame(top: float, label: str, days: Sequence[date], inner: Sequence[str]) -> SafeString:
     plot_w = WIDTH - PAD_LEFT - PAD_RIGHT
     plot_h = HEIGHT - PAD_TOP - PAD_BOTTOM
-    parts = [
+    parts: list[str] = [
         format_html(
             '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}" '
             'preserveAspectRatio="none">',

@@ -130,7 +130,7 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
             by_status[row["status"]][position] = row["n"]
 
     tokens, credits, active = [0] * days, [0.0] * days, [0] * days
-    rows = (
+    totals = (
         runs.annotate(day=TruncDay("created_at"))
         .values("day")
         .annotate(
@@ -140,12 +140,12 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
         )
         .order_by()
     )
-    for row in rows:
-        position = index.get(row["day"].date())
+    for total in totals:
+        position = index.get(total["day"].date())
         if position is not None:
-            tokens[position] = row["tokens"] or 0
-            credits[position] = round(row["credits"] or 0.0, 2)
-            active[position] = row["users"]
+            tokens[position] = total["tokens"] or 0
+            credits[position] = round(total["credits"] or 0.0, 2)
+            active[position] = total["users"]
 
     per_day, (p50_all, p95_all) = _latency_percentiles(_Runs(agent.pk, runs), since)
     p50 = [per_day.get(day, (None, None))[0] for day in day_list]

@@ -36,7 +36,7 @@ def _filters(request: ConsoleRequest, specs, *, dates: tuple[str, str] | None = 
 
     The console's `from`/`to` date inputs become the list's date range; `to` includes its day.
     """
-    params = {key: value.strip() for key, value in request.GET.items()}
+    params = {key: str(value).strip() for key, value in request.GET.items()}
     renames = {}
     if dates:
         after_name, before_name = dates

@@ -51,7 +51,9 @@ class ConversationOut(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField(allow_null=True)
     status = serializers.ChoiceField(choices=_STATUS, allow_null=True)
-    source = serializers.ChoiceField(choices=Conversation.Source.values, allow_null=True)
+    source = serializers.ChoiceField(  # type: ignore[assignment]  # the contract names it
+        choices=Conversation.Source.values, allow_null=True
+    )
     user_id = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -262,7 +264,9 @@ class ConversationRecordIn(_RecordIn):
     id = RecordIdField(required=False)
     title = _nullable_text(500)
     status = StrictChoiceField(choices=_STATUS, required=False, allow_null=True)
-    source = StrictChoiceField(choices=Conversation.Source.values, required=False, allow_null=True)
+    source = StrictChoiceField(  # type: ignore[assignment]  # the contract names it
+        choices=Conversation.Source.values, required=False, allow_null=True
+    )
     user_id = RecordIdField(required=False, allow_null=True)
     created_at = StrictDateTimeField(required=False)
     updated_at = StrictDateTimeField(required=False)

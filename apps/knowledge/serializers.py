@@ -162,4 +162,4 @@ class KnowledgeSearchHitOut(serializers.Serializer):
 class KnowledgeSearchResultOut(serializers.Serializer):
     object = serializers.ChoiceField(choices=["knowledge_search_result"])
     query = serializers.CharField()
-    data = KnowledgeSearchHitOut(many=True)
+    data = KnowledgeSearchHitOut(many=True)  # type: ignore[assignment]  # the contract names it

@@ -140,7 +140,7 @@ def _limit_resources(*, timeout_s: float, memory_mb: int) -> None:
 
 def _read_with_deadline(fd: int, deadline: float) -> bytes | None:
     """Everything the child writes until it closes the pipe; None if the deadline passes."""
-    chunks = []
+    chunks: list[bytes] = []
     size = 0
     while True:
         remaining = deadline - time.monotonic()

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # The closing "###" of an ATX heading is removed in Python: a regex for it backtracks
@@ -180,7 +181,11 @@ def _split_block(block: str, max_chars: int) -> list[str]:
 
 
 def _split_lines(
-    lines: list[str], max_chars: int, *, prefix: list[str] = (), suffix: list[str] = ()
+    lines: list[str],
+    max_chars: int,
+    *,
+    prefix: Sequence[str] = (),
+    suffix: Sequence[str] = (),
 ) -> list[str]:
     """Pack lines into pieces under max_chars, each wrapped in prefix and suffix lines."""
     frame = sum(len(line) + 1 for line in (*prefix, *suffix))
