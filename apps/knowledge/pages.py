@@ -4,7 +4,7 @@ document page. Thin: every rule lives in services and selectors, shared with the
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
