@@ -118,10 +118,8 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     RATE_LIMIT_STORAGE_URL = "memory://"
     _broker_dir = VAR_DIR / "broker"
-    # kombu's filesystem transport does not create its folders; web, worker and beat all may
-    # be the first to publish, so whichever loads settings first makes them.
-    for _folder in ("queue", "processed", "control"):
-        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+    # kombu's filesystem transport does not create these folders: config/celery.py makes them
+    # when the Celery app is configured (importing settings creates nothing).
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
