@@ -40,7 +40,7 @@ class Webhook(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return bool(self.enabled and self.url and self.paused_at is None)
+        return bool(self.enabled and self.url and self.events and self.paused_at is None)
 
 
 class DeliveryStatus(models.TextChoices):

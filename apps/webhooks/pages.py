@@ -90,10 +90,12 @@ def webhook_config(request: ConsoleRequest) -> HttpResponse:
                 events=form.cleaned_data["events"],
                 enabled=form.cleaned_data["enabled"],
             )
-        except ServiceError as exc:
-            message = exc.message
-            field = "url" if message.startswith("url:") else None
-            form.add_error(field, message.removeprefix("url: "))
+        except ServiceError as exc:  # "field: message" from the service goes under that field
+            name, _, text = exc.message.partition(": ")
+            if name in form.fields and text:
+                form.add_error(name, text)
+            else:
+                form.add_error(None, exc.message)
         else:
             messages.success(request, "Webhook settings saved.")
             return redirect("webhooks:webhook_detail")

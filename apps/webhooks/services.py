@@ -97,8 +97,10 @@ def _webhook_for_update(agent) -> tuple[Webhook, bool]:
     """The Agent's webhook row, locked; created (with a fresh secret) on first use."""
     try:
         with transaction.atomic():
+            # A webhook first made by revealing or rotating its secret is disabled, has no URL
+            # and subscribes to every event: never "active" while delivering nothing.
             _, created = Webhook.objects.get_or_create(
-                agent=agent, defaults={"secret": secret_generate()}
+                agent=agent, defaults={"secret": secret_generate(), "events": list(EVENT_TYPES)}
             )
     except IntegrityError:  # created concurrently by another request
         created = False
@@ -123,6 +125,10 @@ def _validate_events(events) -> list[str]:
         raise BadRequest(
             f"events: Unknown event {unknown[0]!r}; allowed: {', '.join(EVENT_TYPES)}."
         )
+    if not events:
+        raise BadRequest(
+            "events: Subscribe to at least one event; a webhook with none sends nothing."
+        )
     return [event for event in EVENT_TYPES if event in events]
 
 
@@ -143,6 +149,8 @@ def webhook_update(*, agent, url=_UNSET, events=_UNSET, enabled=_UNSET, paused=_
             webhook.enabled = bool(enabled)
         if webhook.enabled and not webhook.url:
             raise BadRequest("url: Set a URL before enabling the webhook.")
+        if webhook.enabled and not webhook.events:  # a row saved before events were required
+            raise BadRequest("events: Subscribe to at least one event before enabling the webhook.")
         if paused is not _UNSET:
             if paused and webhook.paused_at is None:
                 webhook.paused_at = now

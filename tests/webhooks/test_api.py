@@ -108,6 +108,7 @@ def test_patch_refuses_a_loopback_url_by_default(api, agent, settings):
         {"secret": "whsec_x"},
         {"enabled": True},  # no URL yet
         {"url": "ftp://example.com/hook"},
+        {"events": []},  # a webhook with no event would say Active and send nothing
         [],
     ],
 )

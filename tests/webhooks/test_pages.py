@@ -232,3 +232,21 @@ def test_an_edited_filter_or_cursor_shows_every_delivery_and_says_why(owner_clie
     ).content.decode()
     assert delivery.pk in bad_cursor and "<html" not in bad_cursor
     assert "no longer valid" in bad_cursor
+
+
+def test_revealing_the_secret_first_does_not_make_an_active_webhook(owner_client, agent):
+    owner_client.post("/webhooks/secret/", {"action": "reveal"})
+    webhook = Webhook.objects.get(agent=agent)
+    assert webhook.events == ["run.completed", "run.failed", "run.aborted"]
+    assert not webhook.is_active
+    assert "Not configured" in owner_client.get("/webhooks/").content.decode()
+
+
+def test_saving_with_no_event_is_refused_under_the_events_field(owner_client, agent, settings):
+    settings.NETGUARD_ALLOW_LOOPBACK = True
+    response = owner_client.post(
+        "/webhooks/config/", {"url": "http://127.0.0.1:9/hook", "enabled": "on"}
+    )
+    assert response.status_code == 400
+    assert "Subscribe to at least one event" in response.content.decode()
+    assert not Webhook.objects.filter(agent=agent, enabled=True).exists()
