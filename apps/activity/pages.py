@@ -13,10 +13,16 @@ from django.shortcuts import render
 from apps.activity import charts, selectors
 from apps.activity.models import Conversation, RunStatus
 from apps.activity.overview import DEFAULT_PERIOD, PERIODS, STATUS_ORDER, overview_get
-from apps.activity.transcript import message_view, safe_url
+from apps.activity.transcript import initials_of, message_view, safe_url
 from apps.common.errors import BadRequest
 from apps.common.keyset import Keyset, Page, paginate
-from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
+from apps.workspaces.console import (
+    ConsoleRequest,
+    console_view,
+    keyset_page,
+    remote_images_allowed,
+    render_page,
+)
 
 PAGE_SIZE = 25
 TRANSCRIPT_LIMIT = 500
@@ -127,6 +133,7 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
         "end_user": selectors.end_user_find(agent=request.agent, user_id=conversation.user_id),
         "transcript": [message_view(message) for message in messages[:TRANSCRIPT_LIMIT]],
         "truncated": len(messages) > TRANSCRIPT_LIMIT,
+        "remote_images": remote_images_allowed(request),
         "runs": selectors.conversation_runs(
             agent=request.agent, conversation_id=conversation.pk, limit=CONVERSATION_RUNS_LIMIT
         ),
@@ -159,6 +166,8 @@ def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
         "section": "users",
         "end_user": user,
         "avatar_url": safe_url(user.avatar_url),
+        "initials": initials_of(user.display_name or user.email or user.external_id or ""),
+        "remote_images": remote_images_allowed(request),
         "conversations": selectors.user_recent_conversations(
             agent=request.agent, user_id=user.pk, limit=USER_CONVERSATIONS_LIMIT
         ),

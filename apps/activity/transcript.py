@@ -20,6 +20,15 @@ def safe_url(value) -> str | None:
     return value.strip() if scheme in ("http", "https") else None
 
 
+def initials_of(name: str) -> str:
+    """Up to two letters for an avatar that loads nothing from elsewhere ("Ada Lovelace" → AL)."""
+    words = [
+        word for word in name.replace("@", " ").replace(".", " ").split() if word[:1].isalnum()
+    ]
+    letters = "".join(word[0] for word in words[:2]).upper()
+    return letters or "?"
+
+
 def pretty_json(value) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()

@@ -15,7 +15,13 @@ from apps.common.errors import BadRequest, ServiceError
 from apps.knowledge import search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.uploads import limit_uploads
-from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
+from apps.workspaces.console import (
+    ConsoleRequest,
+    console_view,
+    keyset_page,
+    remote_images_allowed,
+    render_page,
+)
 
 LIST_TEMPLATE = "knowledge/document_list.html"
 DETAIL_TEMPLATE = "knowledge/document_detail.html"
@@ -241,5 +247,6 @@ def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
             "version": version,
             "chunk_count": selectors.version_chunk_count(version=version) if version else 0,
             "interval_choices": _interval_choices(),
+            "remote_images": remote_images_allowed(request),
         },
     )

@@ -131,3 +131,9 @@ def keyset_page(
         return fetch(PageRequest(limit=limit, after=after)), None
     except BadRequest:
         return fetch(PageRequest(limit=limit, after=None)), STALE_CURSOR_MESSAGE
+
+
+def remote_images_allowed(request: ConsoleRequest) -> bool:
+    """Whether this view loads images from addresses in untrusted markdown: only when an owner
+    asks for it (`?images=show`); otherwise images are shown as links."""
+    return request.is_owner and request.GET.get("images") == "show"

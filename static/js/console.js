@@ -10,3 +10,19 @@ document.addEventListener("click", (event) => {
     setTimeout(() => { button.textContent = label; }, 1500);
   });
 });
+
+// Selects that submit their form when changed (the Agent switcher), without inline handlers.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest("select[data-submit-on-change]");
+  if (select && select.form) select.form.submit();
+});
+
+// Narrow screens: the menu button shows and hides the navigation.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("#menu-button");
+  if (!button) return;
+  const sidebar = document.getElementById("sidebar");
+  const open = !sidebar.classList.contains("open");
+  sidebar.classList.toggle("open", open);
+  button.setAttribute("aria-expanded", String(open));
+});

@@ -117,6 +117,9 @@
     form.addEventListener("click", (event) => {
       if (event.target === form) input.click();
     });
+    // A real button, reachable with Tab and pressed with Enter or Space, opens the picker.
+    const choose = document.getElementById("upload-choose");
+    if (choose) choose.addEventListener("click", () => input.click());
   }
 
   if (document.readyState === "loading") {

@@ -66,3 +66,16 @@ def test_run_object_has_exactly_the_contract_fields(agent):
     assert data["first_chunk_at"] is None
     assert isinstance(data["credits_charged"], float)
     assert data["created_at"].endswith("Z")
+
+
+def test_markdown_images_are_links_unless_remote_images_are_allowed():
+    from apps.common.markdown import render_markdown
+
+    text = "See ![the <pixel>](http://tracker.example/p.png?u=1&v=2)"
+    as_link = str(render_markdown(text))
+    assert "<img" not in as_link
+    assert 'href="http://tracker.example/p.png?u=1&amp;v=2"' in as_link
+    assert "Image: the &lt;pixel&gt;" in as_link
+
+    shown = str(render_markdown(text, remote_images=True))
+    assert '<img src="http://tracker.example/p.png?u=1&amp;v=2"' in shown

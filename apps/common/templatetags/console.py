@@ -8,9 +8,9 @@ register = template.Library()
 
 
 @register.filter(name="markdown")
-def markdown_filter(text: str):
-    """Untrusted markdown to sanitized HTML."""
-    return render_markdown(text)
+def markdown_filter(text: str, remote_images: bool = False):
+    """Untrusted markdown to sanitized HTML; images stay links unless `remote_images`."""
+    return render_markdown(text, remote_images=bool(remote_images))
 
 
 @register.simple_tag(takes_context=True)
