@@ -4,17 +4,24 @@ Thin: the same selectors and filter rules as the API; HTMX requests get the tabl
 A bad filter or cursor shows its message above the table instead of an error page.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from django.db.models import QuerySet
+from django.contrib import messages
+from django.db.models import Model, QuerySet
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from apps.activity import charts, selectors
-from apps.activity.models import Conversation, RunStatus
+from apps.activity.models import Conversation, EndUser, Run, RunStatus
 from apps.activity.overview import DEFAULT_PERIOD, PERIODS, STATUS_ORDER, overview_get
+from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
 from apps.activity.transcript import initials_of, message_view, safe_url
 from apps.common.errors import BadRequest
+from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
 from apps.workspaces.console import (
     ConsoleRequest,
@@ -35,6 +42,10 @@ def _page(request: ConsoleRequest, queryset: QuerySet, keyset: Keyset) -> tuple[
     return keyset_page(
         request, lambda page: paginate(queryset, keyset=keyset, page=page), limit=PAGE_SIZE
     )
+
+
+def _title_search(request: ConsoleRequest) -> str:
+    return request.GET.get("q", "").strip()[:200]
 
 
 def _filters(request: ConsoleRequest, specs, *, dates: tuple[str, str] | None = None):
@@ -101,7 +112,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(
         request, selectors.CONVERSATION_FILTERS, dates=("updated_after", "updated_before")
     )
-    search = request.GET.get("q", "").strip()[:200]
+    search = _title_search(request)
     queryset = selectors.conversation_list(
         agent=request.agent, filters=filters, title_search=search
     ).select_related("user")
@@ -208,3 +219,75 @@ def run_detail(request: ConsoleRequest, run_id: str) -> HttpResponse:
     )
     context = {"section": "runs", "run": run, "conversation": conversation}
     return render(request, "activity/run_detail.html", context)
+
+
+# --- Exports: the filtered list, every row, streamed ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Export:
+    list_url: str
+    filters: tuple
+    dates: tuple[str, str] | None
+    keyset: Keyset
+    render: Callable[[Any], dict]
+    model: type[Model]
+    query: Callable[[ConsoleRequest, dict], QuerySet]
+
+
+_EXPORTS = {
+    "conversations": _Export(
+        "activity:conversation_list",
+        selectors.CONVERSATION_FILTERS,
+        ("updated_after", "updated_before"),
+        selectors.CONVERSATION_KEYSET,
+        conversation_to_dict,
+        Conversation,
+        lambda request, filters: selectors.conversation_list(
+            agent=request.agent, filters=filters, title_search=_title_search(request)
+        ),
+    ),
+    "users": _Export(
+        "activity:user_list",
+        selectors.USER_FILTERS,
+        None,
+        selectors.USER_KEYSET,
+        user_to_dict,
+        EndUser,
+        lambda request, filters: selectors.user_list(agent=request.agent, filters=filters),
+    ),
+    "runs": _Export(
+        "activity:run_list",
+        selectors.RUN_FILTERS,
+        ("created_after", "created_before"),
+        selectors.RUN_KEYSET,
+        run_to_dict,
+        Run,
+        lambda request, filters: selectors.run_list(agent=request.agent, filters=filters),
+    ),
+}
+
+
+@console_view
+def list_export(request: ConsoleRequest, name: str) -> HttpResponse:
+    """`/<list>/export/?format=csv|json&<the list's filters>`: what the list shows, all pages,
+    each row with exactly the API's fields."""
+    export = _EXPORTS[name]
+    filters, error = _filters(request, export.filters, dates=export.dates)
+    try:
+        fmt = export_format(request.GET.get("format"))
+    except BadRequest as exc:
+        error = exc.message
+    if error:
+        messages.error(request, f"Nothing exported: {error}")
+        query = request.GET.copy()
+        query.pop("format", None)
+        return redirect(f"{reverse(export.list_url)}?{query.urlencode()}")
+    return export_response(
+        queryset=export.query(request, filters),
+        keyset=export.keyset,
+        render=export.render,
+        columns=list(export.render(export.model())),
+        filename=f"{name}-{request.agent.pk}",
+        fmt=fmt,
+    )

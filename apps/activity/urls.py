@@ -6,6 +6,14 @@ app_name = "activity"
 
 urlpatterns = [
     path("overview/", pages.overview, name="overview"),
+    path(
+        "conversations/export/",
+        pages.list_export,
+        {"name": "conversations"},
+        name="conversation_export",
+    ),
+    path("users/export/", pages.list_export, {"name": "users"}, name="user_export"),
+    path("runs/export/", pages.list_export, {"name": "runs"}, name="run_export"),
     path("conversations/", pages.conversation_list, name="conversation_list"),
     path(
         "conversations/<str:conversation_id>/",

@@ -11,10 +11,12 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import BadRequest, NotFound, ServiceError
+from apps.common.export import export_format, export_response
 from apps.common.keyset import paginate
 from apps.webhooks import selectors, services
 from apps.webhooks.forms import WebhookConfigForm
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
+from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
 from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
 
 PAGE_SIZE = 25
@@ -188,3 +190,26 @@ def delivery_retry(request: ConsoleRequest, delivery_id: str) -> HttpResponse:
         return render(request, f"{TEMPLATE}#delivery-row", {"delivery": delivery, "expanded": True})
     messages.success(request, f"Retried: {delivery.status}.")
     return redirect("webhooks:webhook_detail")
+
+
+@console_view(owner_required=True)
+def delivery_export(request: ConsoleRequest) -> HttpResponse:
+    """Every delivery the table's filters match, as CSV or JSON (the API's delivery objects)."""
+    try:
+        fmt = export_format(request.GET.get("format"))
+        deliveries = selectors.delivery_list(
+            agent=request.agent,
+            status=request.GET.get("status") or None,
+            event_type=request.GET.get("event_type") or None,
+        )
+    except BadRequest as exc:
+        messages.error(request, f"Nothing exported: {exc.message}")
+        return redirect("webhooks:webhook_detail")
+    return export_response(
+        queryset=deliveries,
+        keyset=selectors.DELIVERY_KEYSET,
+        render=delivery_to_dict,
+        columns=DELIVERY_COLUMNS,
+        filename=f"webhook-deliveries-{request.agent.pk}",
+        fmt=fmt,
+    )

@@ -59,5 +59,25 @@ def delivery_to_dict(delivery: WebhookDelivery) -> dict:
     }
 
 
+# The columns of a deliveries export: the object's fields (contract 2.8), attempts as JSON.
+DELIVERY_COLUMNS = [
+    "object",
+    "id",
+    "agent_id",
+    "run_id",
+    "event_type",
+    "is_test",
+    "status",
+    "attempts",
+    "retry_count",
+    "response_status",
+    "error_message",
+    "next_attempt_at",
+    "attempt_history",
+    "created_at",
+    "updated_at",
+]
+
+
 def secret_to_dict(webhook: Webhook, secret: str) -> dict:
     return {"object": "webhook_secret", "agent_id": webhook.agent_id, "secret": secret}

@@ -10,6 +10,7 @@ urlpatterns = [
     path("pause/", pages.webhook_pause, name="webhook_pause"),
     path("secret/", pages.webhook_secret, name="webhook_secret"),
     path("test/", pages.webhook_test, name="webhook_test"),
+    path("deliveries/export/", pages.delivery_export, name="delivery_export"),
     path("deliveries/<str:delivery_id>/", pages.delivery_detail, name="delivery_detail"),
     path("deliveries/<str:delivery_id>/row/", pages.delivery_row, name="delivery_row"),
     path("deliveries/<str:delivery_id>/retry/", pages.delivery_retry, name="delivery_retry"),

@@ -250,3 +250,31 @@ def test_saving_with_no_event_is_refused_under_the_events_field(owner_client, ag
     assert response.status_code == 400
     assert "Subscribe to at least one event" in response.content.decode()
     assert not Webhook.objects.filter(agent=agent, enabled=True).exists()
+
+
+def test_deliveries_export_streams_the_filtered_deliveries(owner_client, agent):
+    import csv
+    import io
+
+    import orjson
+
+    webhook = webhook_factory(agent=agent)
+    failed = delivery_factory(webhook=webhook, status="failed", event_type="run.failed")
+    delivery_factory(webhook=webhook, status="succeeded")
+
+    response = owner_client.get("/webhooks/deliveries/export/?format=csv&status=failed")
+    assert response.streaming
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [row["id"] for row in rows] == [failed.pk]
+    assert rows[0]["event_type"] == "run.failed" and rows[0]["is_test"] == "false"
+
+    as_json = owner_client.get("/webhooks/deliveries/export/?format=json")
+    data = orjson.loads(b"".join(as_json.streaming_content))
+    assert len(data) == 2 and data[0]["object"] == "webhook_delivery"
+    assert 'attachment; filename="webhook-deliveries-' in as_json["Content-Disposition"]
+
+
+def test_deliveries_export_of_a_member_is_refused(member, agent):
+    client = Client()
+    client.force_login(member)
+    assert client.get("/webhooks/deliveries/export/").status_code == 403
