@@ -163,6 +163,13 @@ class Run(models.Model):
             models.Index(fields=["agent", "status", "-created_at", "-id"], name="run_agent_status"),
             # ?user_id= on the list and a user's page.
             models.Index(fields=["agent", "user", "-created_at", "-id"], name="run_agent_user"),
+            # ?model_id= and ?error_code= on the list (the console's run filters).
+            models.Index(
+                fields=["agent", "model_id", "-created_at", "-id"], name="run_agent_model"
+            ),
+            models.Index(
+                fields=["agent", "error_code", "-created_at", "-id"], name="run_agent_error"
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -44,7 +44,7 @@ def _page(request: ConsoleRequest, queryset: QuerySet, keyset: Keyset) -> tuple[
     )
 
 
-def _title_search(request: ConsoleRequest) -> str:
+def _search_text(request: ConsoleRequest) -> str:
     return request.GET.get("q", "").strip()[:200]
 
 
@@ -112,7 +112,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(
         request, selectors.CONVERSATION_FILTERS, dates=("updated_after", "updated_before")
     )
-    search = _title_search(request)
+    search = _search_text(request)
     queryset = selectors.conversation_list(
         agent=request.agent, filters=filters, title_search=search
     ).select_related("user")
@@ -158,11 +158,15 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
 @console_view
 def user_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(request, selectors.USER_FILTERS)
+    search = _search_text(request)
     page, page_error = _page(
-        request, selectors.user_list(agent=request.agent, filters=filters), selectors.USER_KEYSET
+        request,
+        selectors.user_list(agent=request.agent, filters=filters, search=search),
+        selectors.USER_KEYSET,
     )
     context = {
         "section": "users",
+        "q": search,
         "page": page,
         "error": error or page_error,
         "is_first_page": not request.GET.get("after"),
@@ -203,6 +207,8 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
     context = {
         "section": "runs",
         "page": page,
+        "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
+        "error_codes": selectors.recent_run_values(agent=request.agent, field="error_code"),
         "error": error or page_error,
         "statuses": RunStatus.values,
         "filtering": bool(filters),
@@ -244,7 +250,7 @@ _EXPORTS = {
         conversation_to_dict,
         Conversation,
         lambda request, filters: selectors.conversation_list(
-            agent=request.agent, filters=filters, title_search=_title_search(request)
+            agent=request.agent, filters=filters, title_search=_search_text(request)
         ),
     ),
     "users": _Export(
@@ -254,7 +260,9 @@ _EXPORTS = {
         selectors.USER_KEYSET,
         user_to_dict,
         EndUser,
-        lambda request, filters: selectors.user_list(agent=request.agent, filters=filters),
+        lambda request, filters: selectors.user_list(
+            agent=request.agent, filters=filters, search=_search_text(request)
+        ),
     ),
     "runs": _Export(
         "activity:run_list",

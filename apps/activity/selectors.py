@@ -8,7 +8,7 @@ range scan: see the indexes in models.py.
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
 from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
@@ -52,6 +52,8 @@ RUN_FILTERS = (
     Filter("conversation_id", "id", "Only runs of this conversation."),
     Filter("user_id", "id", "Only runs of this user."),
     Filter("status", "choice", "Only runs with this status.", STATUSES),
+    Filter("model_id", "text", "Only runs of this model."),
+    Filter("error_code", "text", "Only runs that failed with this error code."),
     Filter("created_after", "datetime", "Only runs created at or after this date-time."),
     Filter("created_before", "datetime", "Only runs created before this date-time."),
 )
@@ -101,11 +103,18 @@ def filters_parse(params, filters: tuple[Filter, ...]) -> dict:
 # --- users ---------------------------------------------------------------------------------------
 
 
-def user_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[EndUser]:
+def user_list(*, agent: Agent, filters: dict | None = None, search: str = "") -> QuerySet[EndUser]:
+    """An Agent's users; `search` (the console's box) matches name, email or external id."""
     queryset = EndUser.objects.filter(agent=agent)
     filters = filters or {}
     if "external_id" in filters:
         queryset = queryset.filter(external_id=filters["external_id"])
+    if search:
+        queryset = queryset.filter(
+            Q(display_name__icontains=search)
+            | Q(email__icontains=search)
+            | Q(external_id__icontains=search)
+        )
     return queryset
 
 
@@ -171,6 +180,10 @@ def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
         queryset = queryset.filter(user_id=filters["user_id"])
     if "status" in filters:
         queryset = queryset.filter(status=filters["status"])
+    if "model_id" in filters:
+        queryset = queryset.filter(model_id=filters["model_id"])
+    if "error_code" in filters:
+        queryset = queryset.filter(error_code=filters["error_code"])
     if "created_after" in filters:
         queryset = queryset.filter(created_at__gte=filters["created_after"])
     if "created_before" in filters:
@@ -231,3 +244,16 @@ def user_recent_runs(*, agent: Agent, user_id: str, limit: int) -> list[Run]:
     return list(
         run_list(agent=agent, filters={"user_id": user_id}).order_by(*RUN_KEYSET.order_by)[:limit]
     )
+
+
+RECENT_RUNS_FOR_CHOICES = 1000
+
+
+def recent_run_values(*, agent: Agent, field: str) -> list[str]:
+    """Distinct non-empty values of `field` (model_id, error_code) among the newest runs, for
+    the console's filter suggestions: bounded, so it stays fast on an Agent with millions."""
+    newest = Run.objects.filter(agent=agent).order_by(*RUN_KEYSET.order_by)[
+        :RECENT_RUNS_FOR_CHOICES
+    ]
+    values = Run.objects.filter(pk__in=newest.values("pk")).exclude(**{f"{field}__isnull": True})
+    return sorted(set(values.values_list(field, flat=True)) - {""})

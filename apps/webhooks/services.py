@@ -208,7 +208,7 @@ def _signing_secrets(webhook: Webhook, now: datetime) -> list[str]:
 # --- Recording events (the outbox) ----------------------------------------------------------
 
 
-def _event_body(*, event_type: str, at: datetime, data: dict) -> str:
+def event_body(*, event_type: str, at: datetime, data: dict) -> str:
     return orjson.dumps({"type": event_type, "timestamp": iso(at), "data": data}).decode()
 
 
@@ -249,7 +249,7 @@ def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
                 run_id=run.pk,
                 event_type=event_type,
                 is_test=False,
-                body=_event_body(event_type=event_type, at=now, data=run_to_dict(run)),
+                body=event_body(event_type=event_type, at=now, data=run_to_dict(run)),
                 status=DeliveryStatus.PAUSED if held else DeliveryStatus.PENDING,
                 next_attempt_at=None if held else now,
                 created_at=now,
@@ -665,7 +665,7 @@ def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelive
             run_id=data["id"],
             event_type=event_type,
             is_test=True,
-            body=_event_body(event_type=event_type, at=now, data=data),
+            body=event_body(event_type=event_type, at=now, data=data),
             status=DeliveryStatus.FAILED,  # the state it returns to if this send fails
             created_at=now,
             updated_at=now,

@@ -151,6 +151,12 @@ def test_runs_filters(api, agent, activity):
     assert [r["id"] for r in data] == [failed.pk]
     data = api.get("/v1/runs", params={"created_before": after}).json()["data"]
     assert [r["id"] for r in data] == [activity["run"].pk]
+    failed.model_id, failed.error_code = "small-model", "timeout"
+    failed.save(update_fields=["model_id", "error_code"])
+    data = api.get("/v1/runs", params={"error_code": "timeout"}).json()["data"]
+    assert [r["id"] for r in data] == [failed.pk]
+    data = api.get("/v1/runs", params={"model_id": "small-model"}).json()["data"]
+    assert [r["id"] for r in data] == [failed.pk]
 
 
 def test_conversation_filters(api, agent, activity):
@@ -285,10 +291,12 @@ def _bulk_fill_with_sql(agent_id: str, n: int) -> None:
         cursor.execute(
             "INSERT INTO activity_run (id, agent_id, conversation_id, user_id, request_id, status, "
             "sdk_version, protocol_version, tool_names, failed_tool_names, component_kinds, "
-            "created_at, updated_at) SELECT 'run_' || %(a)s || g, %(a)s, "
+            "created_at, updated_at, model_id, error_code) SELECT 'run_' || %(a)s || g, %(a)s, "
             "'conv_' || %(a)s || (g %% 200 + 1), 'usr_' || %(a)s || (g %% 50 + 1), 'r' || g, "
             "(ARRAY['completed','failed','aborted','streaming'])[g %% 4 + 1], '5', 1, "
-            "'[]', '[]', '[]', now() - g * interval '1 second', now() "
+            "'[]', '[]', '[]', now() - g * interval '1 second', now(), "
+            "(ARRAY['gpt-test','gpt-other','gpt-third','gpt-fourth'])[g %% 4 + 1], "
+            "CASE WHEN g %% 16 = 1 THEN 'timeout' END "
             "FROM generate_series(1, %(n)s) g",
             {"a": agent_id, "n": n},
         )
@@ -342,6 +350,16 @@ def test_every_list_and_filter_is_an_index_range_scan_without_sort(agent, other_
             selectors.run_list(agent=agent, filters={"user_id": f"usr_{agent.pk}3"}),
             selectors.RUN_KEYSET,
             "run_agent_user",
+        ),
+        (
+            selectors.run_list(agent=agent, filters={"model_id": "gpt-test"}),
+            selectors.RUN_KEYSET,
+            "run_agent_model",
+        ),
+        (
+            selectors.run_list(agent=agent, filters={"error_code": "timeout"}),
+            selectors.RUN_KEYSET,
+            "run_agent_error",
         ),
         (
             selectors.run_list(

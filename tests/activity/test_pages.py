@@ -191,3 +191,27 @@ def test_run_page_shows_timing_as_offsets_from_the_start(signed_in, agent):
     assert "2026-03-01 12:00:00 UTC" in html
     assert "+1,693 ms" in html
     assert "+16,145 ms" in html
+
+
+def test_users_are_searchable_by_name_email_or_external_id(signed_in, agent):
+    ada = end_user_factory(agent=agent, display_name="Ada Lovelace", email="ada@example.org")
+    end_user_factory(agent=agent, display_name="Grace Hopper", email="grace@navy.example")
+
+    for query in ("lovelace", "ADA@EXAMPLE", ada.external_id):
+        html = signed_in.get(reverse("activity:user_list"), {"q": query}).content.decode()
+        assert "Ada Lovelace" in html and "Grace Hopper" not in html, query
+
+
+def test_runs_filter_by_model_and_error_code_with_suggestions(signed_in, agent):
+    wanted = run_factory(agent=agent, model_id="small-model", status="failed", error_code="timeout")
+    run_factory(agent=agent, model_id="small-model", status="completed")
+    run_factory(agent=agent, model_id="large-model", status="failed", error_code="rate_limited")
+
+    page = signed_in.get(reverse("activity:run_list"), {"error_code": "timeout"})
+    html = page.content.decode()
+    table = html.split('id="run-table"', 1)[1]
+    assert wanted.pk in table and table.count("<tr>") == 1 + 1  # the header row and one run
+    assert '<option value="large-model">' in html and '<option value="rate_limited">' in html
+
+    both = signed_in.get(reverse("activity:run_list"), {"model_id": "large-model"})
+    assert wanted.pk not in both.content.decode()

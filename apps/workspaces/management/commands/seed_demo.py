@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand
 
 from apps.activity.demo import activity_seed_demo
 from apps.knowledge.demo import knowledge_seed_demo
+from apps.webhooks.demo import webhook_seed_demo
 from apps.workspaces.services import demo_seed
 
 DEMO_EMAIL = "owner@demo.example"
@@ -19,6 +20,7 @@ class Command(BaseCommand):
         demo = demo_seed(email=DEMO_EMAIL, password=DEMO_PASSWORD)
         seeded = activity_seed_demo(agent=demo["agent"])
         articles = knowledge_seed_demo(agent=demo["agent"])
+        webhook = webhook_seed_demo(agent=demo["agent"])
         result = {
             "workspace_id": demo["workspace"].pk,
             "agent_id": demo["agent"].pk,
@@ -38,3 +40,5 @@ class Command(BaseCommand):
             self.stdout.write(f"  Activity   {seeded}")
         if articles:
             self.stdout.write(f"  Knowledge  {articles}")
+        if webhook:
+            self.stdout.write(f"  Webhooks   {webhook}")
