@@ -45,8 +45,6 @@ _ALLOWED_TAGS = {
 _ALLOWED_ATTRIBUTES = {
     "a": {"href", "title", "class"},
     "img": {"src", "alt", "title"},
-    "th": {"style"},
-    "td": {"style"},
     "ol": {"start"},
     "code": {"class"},
 }
@@ -75,6 +73,5 @@ def render_markdown(text: str, *, remote_images: bool = False) -> SafeString:
         attributes=_ALLOWED_ATTRIBUTES,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
-        filter_style_properties={"text-align"},
     )
     return mark_safe(cleaned)  # noqa: S308 - sanitized by nh3 just above

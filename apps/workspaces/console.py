@@ -136,4 +136,7 @@ def keyset_page(
 def remote_images_allowed(request: ConsoleRequest) -> bool:
     """Whether this view loads images from addresses in untrusted markdown: only when an owner
     asks for it (`?images=show`); otherwise images are shown as links."""
-    return request.is_owner and request.GET.get("images") == "show"
+    allowed = request.is_owner and request.GET.get("images") == "show"
+    # The Content-Security-Policy middleware opens img-src for this response only.
+    request.allow_remote_images = allowed  # type: ignore[attr-defined]
+    return allowed

@@ -153,3 +153,34 @@ def test_upload_a_file_with_the_keyboard_alone(console_page, tmp_path):
 
     page.locator("#upload-list .upload-item.done").wait_for()
     assert "returns.md" in page.locator("#upload-list").inner_text()
+
+
+def test_every_page_loads_under_the_content_security_policy_without_console_errors(
+    console_page, agent, seeded
+):
+    from apps.activity.models import Run
+    from tests.knowledge.conftest import make_file_document
+
+    page = console_page
+    user, conversation = seeded
+    run = Run.objects.filter(agent=agent).first()
+    document = make_file_document(agent, b"# Hours\n\nOpen 9 to 5.\n", "hours.md")
+    errors: list[str] = []
+    page.on(
+        "console", lambda m: errors.append(f"{page.url}: {m.text}") if m.type == "error" else None
+    )
+    page.on("pageerror", lambda e: errors.append(f"{page.url}: {e}"))
+
+    paths = [
+        *CONSOLE_PAGES,
+        f"/users/{user.pk}/",
+        f"/conversations/{conversation.pk}/",
+        f"/runs/{run.pk}/",
+        f"/knowledge/{document.pk}/",
+        "/overview/?days=7",
+    ]
+    for path in paths:
+        response = page.goto(f"{page.live_server_url}{path}")
+        assert "script-src 'self'" in response.headers["content-security-policy"], path
+        page.wait_for_load_state("networkidle")
+    assert errors == []
