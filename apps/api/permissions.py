@@ -25,8 +25,10 @@ def required_scope(view, request) -> str | None:
 class HasScope(BasePermission):
     def has_permission(self, request, view) -> bool:
         credential: Credential = request.auth
-        if getattr(view, "action", "") is None:
-            return True  # a method the path does not serve: its handler answers 400 with Allow
+        if getattr(view, "action", "") in (None, "metadata"):
+            # A method the path does not serve (DRF calls OPTIONS "metadata"): its handler
+            # answers 400 with Allow, whatever the credential.
+            return True
         scope = required_scope(view, request)
         if credential.kind not in getattr(view, "credential_kinds", ("api_key",)):
             named = scope or "conversations:read"

@@ -48,7 +48,9 @@ def test_every_operation_declares_scope_security_and_errors(openapi_document):
     assert operations
     for path, method, op in operations:
         where = f"{method.upper()} {path}"
-        assert op.get("security") == [{"bearerAuth": []}], where
+        # POST /v1/auth_tokens also takes the contract's X-Service-Agent-Key header.
+        assert {"bearerAuth": []} in op.get("security", []), where
+        assert set().union(*op["security"]) <= {"bearerAuth", "serviceAgentKey"}, where
         for status in ("400", "401", "403", "429", "500", "503"):
             assert status in op["responses"], f"{where} lacks {status}"
         scope = op.get("x-required-scope")
