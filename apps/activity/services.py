@@ -213,9 +213,17 @@ def auth_token_create(
     """
     agent = key.agent
     data = {**profile, "external_id": external_id, "identity_type": EndUser.IdentityType.USER}
-    with transaction.atomic():
-        end_user_record(agent=agent, data={**data, "last_seen_at": timezone.now()})
-        user_id = EndUser.objects.get(agent=agent, external_id=external_id).pk
+    for attempt in (1, 2):
+        try:
+            with transaction.atomic():
+                end_user_record(agent=agent, data={**data, "last_seen_at": timezone.now()})
+                user_id = EndUser.objects.get(agent=agent, external_id=external_id).pk
+            break
+        except BadRequest:
+            # Two first sign-ins of one user at once: the loser's insert clashes; the second
+            # attempt finds the row the winner made.
+            if attempt == 2:
+                raise
     token, claims = browser_token_sign(key=key, user_id=user_id, lifetime_seconds=lifetime_seconds)
     return AuthToken(token=token, expires_at=claims.expires_at, user_id=user_id, agent_id=agent.pk)
 

@@ -40,7 +40,8 @@ class ApiKeyViewSet(AgentViewSet):
 
     def initial(self, request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)
-        api_key_manager_check(key=self.credential.key)
+        if self.action in self.required_scopes:
+            api_key_manager_check(key=self.credential.key)
 
     @extend_schema(
         summary="List integration keys (extension)",

@@ -4,10 +4,14 @@ may not, its expiry, its revocation with the minting key, and CORS for the Agent
 from datetime import timedelta
 
 import pytest
+import schemathesis
 from django.test import Client
 from django.utils import timezone
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from apps.activity.models import EndUser
+from apps.activity.services import auth_token_create
 from apps.workspaces.browser_tokens import browser_token_verify
 from apps.workspaces.services import api_key_revoke
 from tests.activity.factories import conversation_factory, end_user_factory, message_factory
@@ -350,3 +354,63 @@ def test_options_elsewhere_stays_bad_request_without_cors(api):
     assert "Access-Control-Allow-Origin" not in response.headers
     plain = api.request("OPTIONS", "/v1/me/conversations")
     assert_error(plain, 400, "bad_request")
+
+
+# --- fuzz /v1/me with a browser token ----------------------------------------------------------
+# tests/api/test_openapi.py fuzzes every operation with an API key, which /v1/me refuses (403);
+# here the /v1/me operations are fuzzed with the credential they serve.
+
+me_schema = schemathesis.from_pytest_fixture("me_fuzz_schema").include(path_regex=r"^/v1/me/")
+
+
+@pytest.fixture
+def me_fuzz_schema(db):
+    from tests.api.test_openapi import fetch_document
+
+    return schemathesis.from_dict(fetch_document(), base_url="/v1/..", app=None)
+
+
+@pytest.fixture
+def fuzz_token(fuzz_key, agent):
+    end_user = end_user_factory(agent=agent, external_id="fuzz-user")
+    conversation = conversation_factory(agent=agent, user=end_user)
+    message_factory(conversation=conversation)
+    # Minted by the service: a test-client request here would reconnect the connection-closing
+    # signals that `fuzz_key` disconnects for the raw WSGI calls.
+    minted = auth_token_create(
+        key=fuzz_key.key, external_id="fuzz-user", profile={}, lifetime_seconds=3600
+    )
+    return minted.token
+
+
+@me_schema.parametrize()
+@hypothesis_settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
+)
+def test_fuzz_me_with_a_browser_token(case, fuzz_token):
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    from config.wsgi import application
+
+    case.headers = {**(case.headers or {}), "Authorization": f"Bearer {fuzz_token}"}
+    response = case.call_wsgi(app=application)
+    case.validate_response(
+        response,
+        checks=(
+            not_a_server_error,
+            status_code_conformance,
+            content_type_conformance,
+            response_schema_conformance,
+        ),
+    )

@@ -69,21 +69,6 @@ def test_docs_page_is_served_with_local_assets(client):
     assert "cdn" not in html.lower()
 
 
-@pytest.fixture
-def fuzz_key(make_api, settings):
-    """A full-scope key, and Django's connection kept open across raw WSGI calls (as the test
-    client does) so requests run inside the test's transaction."""
-    from django.core import signals
-    from django.db import close_old_connections
-
-    settings.API_RATE_LIMIT = "100000/minute"
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    yield make_api()
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
-
-
 schema = schemathesis.from_pytest_fixture("fuzz_schema")
 
 
