@@ -209,6 +209,8 @@ SPECTACULAR_SETTINGS = {
         {"name": "Webhooks"},
         {"name": "Connection"},
         {"name": "Ingest"},
+        {"name": "API keys"},
+        {"name": "Browser tokens"},
     ],
     "ENUM_NAME_OVERRIDES": {},
     "DISABLE_ERRORS_AND_WARNINGS": True,

@@ -3,6 +3,8 @@
 Thin: parse the query, call a selector or the recording service, render with plain functions.
 """
 
+from typing import cast
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -20,6 +22,8 @@ from apps.activity.rendering import (
 )
 from apps.activity.serializers import (
     RECORD_SERIALIZERS,
+    AuthTokenCreateIn,
+    AuthTokenOut,
     ConversationOut,
     IngestResultOut,
     MessageOut,
@@ -27,11 +31,13 @@ from apps.activity.serializers import (
     UserOut,
     records_parse,
 )
-from apps.activity.services import activity_record
+from apps.activity.services import activity_record, auth_token_create
+from apps.api.authentication import ApiKeyAuthentication, ServiceAgentKeyAuthentication
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
+from apps.workspaces.browser_tokens import DEFAULT_LIFETIME_SECONDS
 
 UserList = list_envelope(UserOut, "UserList")
 ConversationList = list_envelope(ConversationOut, "ConversationList")
@@ -135,6 +141,87 @@ class RunViewSet(AgentViewSet):
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
         return json_response(run_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
+
+
+class AuthTokenViewSet(AgentViewSet):
+    """POST /v1/auth_tokens: a server mints a browser token for one of its end users.
+
+    Server-side only: it takes an API key, so it sends no CORS headers.
+    """
+
+    required_scopes = {"create": "auth_tokens:create"}
+    extension_actions = ("create",)
+    openapi_tags = ["Browser tokens"]
+    authentication_classes = [ServiceAgentKeyAuthentication, ApiKeyAuthentication]
+
+    @extend_schema(
+        summary="Mint a browser token for an end user (extension)",
+        description=(
+            "Authenticated by an API key in `X-Service-Agent-Key` (or `Authorization: Bearer`). "
+            "Upserts the end user by `external_id` as an identified user (`identity_type` = "
+            "`user`) and returns a signed token bound to the Agent and that user, valid "
+            "`expires_in` seconds (default 3600, 60 to 86400, never past the API key's own "
+            "expiry). The token is safe in browser code: it only reads that user's own "
+            "conversations on `/v1/me/...`, from the Agent's allowed origins. Revoking the API "
+            "key invalidates its tokens at once. See docs/keys-and-tokens.md."
+        ),
+        request=AuthTokenCreateIn,
+        responses={201: AuthTokenOut},
+    )
+    def create(self, request, agent_id: str | None = None):
+        body = AuthTokenCreateIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        token = auth_token_create(
+            key=self.credential.key,
+            external_id=data["external_id"],
+            profile={name: data[name] for name in ("display_name", "email") if name in data},
+            lifetime_seconds=data.get("expires_in", DEFAULT_LIFETIME_SECONDS),
+        )
+        return json_response(token.as_dict(), status=201)
+
+
+class MeConversationViewSet(AgentViewSet):
+    """/v1/me/...: the end user of a browser token reads their own conversations."""
+
+    required_scopes = {"list": "conversations:read", "messages": "conversations:read"}
+    credential_kinds = ("browser_token",)
+    extension_actions = ("list", "messages")
+    error_statuses = {"messages": (404,)}
+    openapi_tags = ["Browser tokens"]
+
+    @property
+    def end_user_id(self) -> str:
+        return cast(str, self.credential.end_user_id)
+
+    @extend_schema(
+        summary="List my conversations (browser token, extension)",
+        description="The conversations of the browser token's end user, most recently "
+        "updated first. Browser tokens only (an API key is 403); CORS for the Agent's "
+        "allowed origins.",
+        parameters=PAGE_PARAMETERS,
+        responses={200: ConversationList},
+    )
+    def list(self, request):
+        queryset = selectors.conversation_list(
+            agent=self.agent, filters={"user_id": self.end_user_id}
+        )
+        return self.paginated(
+            queryset, keyset=selectors.CONVERSATION_KEYSET, render=conversation_to_dict
+        )
+
+    @extend_schema(
+        summary="List my conversation's messages (browser token, extension)",
+        description="Messages of one of the token's end user's conversations, oldest first; "
+        "another user's conversation is 404.",
+        parameters=ID_PARAMETER + PAGE_PARAMETERS,
+        responses={200: MessageList},
+    )
+    def messages(self, request, id: str):
+        queryset = selectors.message_list(
+            agent=self.agent, conversation_id=id, user_id=self.end_user_id
+        )
+        return self.paginated(queryset, keyset=selectors.MESSAGE_KEYSET, render=message_to_dict)
 
 
 IngestRecord = PolymorphicProxySerializer(

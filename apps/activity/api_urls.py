@@ -1,6 +1,14 @@
 """Routes of this app under /v1, served in both forms by apps.api.urls."""
 
-from apps.activity.api import ConversationViewSet, IngestViewSet, RunViewSet, UserViewSet
+from apps.activity.api import (
+    AuthTokenViewSet,
+    ConversationViewSet,
+    IngestViewSet,
+    MeConversationViewSet,
+    RunViewSet,
+    UserViewSet,
+)
+from apps.api.cors import browser_cors
 from apps.api.routing import Route
 
 routes: list[Route] = [
@@ -20,5 +28,19 @@ routes: list[Route] = [
     Route("runs", RunViewSet.as_view({"get": "list"}), "run-list"),
     Route("runs/<str:id>", RunViewSet.as_view({"get": "retrieve"}), "run-detail"),
     Route("ingest", IngestViewSet.as_view({"post": "create"}), "activity-ingest"),
+    Route("auth_tokens", AuthTokenViewSet.as_view({"post": "create"}), "auth-token-create"),
+]
+# A browser token names its Agent, so /v1/me has the short form only, with CORS.
+browser_routes: list[Route] = [
+    Route(
+        "me/conversations",
+        browser_cors(MeConversationViewSet.as_view({"get": "list"})),
+        "me-conversation-list",
+    ),
+    Route(
+        "me/conversations/<str:id>/messages",
+        browser_cors(MeConversationViewSet.as_view({"get": "messages"})),
+        "me-conversation-messages",
+    ),
 ]
 agent_only_routes: list[Route] = []

@@ -159,11 +159,15 @@ def conversation_get(*, agent: Agent, conversation_id: str) -> Conversation:
     return conversation
 
 
-def message_list(*, agent: Agent, conversation_id: str) -> QuerySet[Message]:
-    """Messages of one conversation of the Agent; another Agent's conversation is not found."""
-    if not _is_id(conversation_id) or not (
-        Conversation.objects.filter(agent=agent, pk=conversation_id).exists()
-    ):
+def message_list(
+    *, agent: Agent, conversation_id: str, user_id: str | None = None
+) -> QuerySet[Message]:
+    """Messages of one conversation of the Agent; another Agent's conversation is not found,
+    and so is another end user's when `user_id` is given (a browser token's own user)."""
+    conversations = Conversation.objects.filter(agent=agent, pk=conversation_id)
+    if user_id is not None:
+        conversations = conversations.filter(user_id=user_id)
+    if not _is_id(conversation_id) or not conversations.exists():
         raise NotFound(f"No conversation {conversation_id!r} for this Agent.")
     return Message.objects.filter(conversation_id=conversation_id)
 

@@ -9,20 +9,23 @@ A record is the contract's resource fields (minus `object`) plus `type`, plus
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import orjson
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import EmailValidator, URLValidator
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, RunStatus
-from apps.api.serializers import StrictCharField, StrictIntegerField, StrictSerializer
+from apps.api.serializers import (
+    StrictCharField,
+    StrictDateTimeField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from apps.common.errors import BadRequest
+from apps.workspaces.browser_tokens import MAX_LIFETIME_SECONDS, MIN_LIFETIME_SECONDS
 
 MAX_RECORDS_PER_REQUEST = 1000
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
@@ -111,6 +114,14 @@ class IngestResultOut(serializers.Serializer):
     )
 
 
+class AuthTokenOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["auth_token"])
+    token = serializers.CharField(help_text="The browser token: `Authorization: Bearer abt_...`.")
+    expires_at = serializers.DateTimeField()
+    user_id = serializers.CharField(help_text="The end user the token is bound to.")
+    agent_id = serializers.CharField()
+
+
 # --- Strict input fields ---------------------------------------------------------------------
 
 
@@ -124,32 +135,6 @@ class RecordIdField(StrictCharField):
             raise serializers.ValidationError(
                 "Must be letters, digits, '_', '-', '.' or ':' (for example run_01J...)."
             )
-        return value
-
-
-@extend_schema_field(OpenApiTypes.DATETIME)
-class StrictDateTimeField(serializers.Field):
-    """An ISO 8601 date-time string; a value without an offset is taken as UTC."""
-
-    def to_internal_value(self, data) -> datetime:
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Must be an ISO 8601 date-time string.")
-        try:
-            value = parse_datetime(data)
-        except ValueError:
-            value = None
-        if value is None:
-            raise serializers.ValidationError(
-                "Must be an ISO 8601 date-time, for example 2025-01-31T12:00:00Z."
-            )
-        if timezone.is_naive(value):
-            value = value.replace(tzinfo=UTC)
-        try:
-            return value.astimezone(UTC)
-        except OverflowError:
-            raise serializers.ValidationError("Date-time out of range.") from None
-
-    def to_representation(self, value):
         return value
 
 
@@ -369,3 +354,20 @@ def records_parse(data) -> list[Record]:
     if len(data) > MAX_RECORDS_PER_REQUEST:
         raise BadRequest(f"At most {MAX_RECORDS_PER_REQUEST} records per request; got {len(data)}.")
     return [record_parse(item, label=f"records[{index}]") for index, item in enumerate(data)]
+
+
+# --- Browser tokens ------------------------------------------------------------------------------
+
+
+class AuthTokenCreateIn(StrictSerializer):
+    external_id = StrictCharField(
+        max_length=255, help_text="Your id for the end user; upserts the user by it."
+    )
+    display_name = _nullable_text()
+    email = EmailStringField(required=False, allow_null=True, max_length=320)
+    expires_in = StrictIntegerField(
+        required=False,
+        min_value=MIN_LIFETIME_SECONDS,
+        max_value=MAX_LIFETIME_SECONDS,
+        help_text="Lifetime in seconds: 60 to 86400, default 3600.",
+    )

@@ -16,6 +16,7 @@ same record twice changes nothing. Rules:
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
@@ -24,7 +25,9 @@ from apps.activity.events import RunRecorded, announce_run_recorded
 from apps.activity.models import END_STATES, Conversation, EndUser, Message, Run, RunStatus
 from apps.activity.serializers import Record
 from apps.common.errors import BadRequest
-from apps.workspaces.models import Agent
+from apps.common.time import iso
+from apps.workspaces.browser_tokens import browser_token_sign
+from apps.workspaces.models import Agent, ApiKey
 
 CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"
 
@@ -178,6 +181,51 @@ def end_user_record(*, agent: Agent, data: dict, label: str = "record") -> str:
     except IntegrityError:
         raise BadRequest(f"{label}.external_id: already recorded for another user.") from None
     return UPDATED
+
+
+# --- browser tokens ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuthToken:
+    token: str
+    expires_at: datetime
+    user_id: str
+    agent_id: str
+
+    def as_dict(self) -> dict:
+        return {
+            "object": "auth_token",
+            "token": self.token,
+            "expires_at": iso(self.expires_at),
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+        }
+
+
+def auth_token_create(
+    *, key: ApiKey, external_id: str, profile: dict, lifetime_seconds: int
+) -> AuthToken:
+    """Sign an end user of the key's Agent in for the browser: upsert them as an identified
+    user (`identity_type` = `user`, seen now) and mint a token bound to them.
+
+    `profile` holds `display_name` and `email` when given; absent ones keep stored values.
+    """
+    agent = key.agent
+    data = {**profile, "external_id": external_id, "identity_type": EndUser.IdentityType.USER}
+    for attempt in (1, 2):
+        try:
+            with transaction.atomic():
+                end_user_record(agent=agent, data={**data, "last_seen_at": timezone.now()})
+                user_id = EndUser.objects.get(agent=agent, external_id=external_id).pk
+            break
+        except BadRequest:
+            # Two first sign-ins of one user at once: the loser's insert clashes; the second
+            # attempt finds the row the winner made.
+            if attempt == 2:
+                raise
+    token, claims = browser_token_sign(key=key, user_id=user_id, lifetime_seconds=lifetime_seconds)
+    return AuthToken(token=token, expires_at=claims.expires_at, user_id=user_id, agent_id=agent.pk)
 
 
 # --- conversations -------------------------------------------------------------------------------

@@ -30,7 +30,22 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "A workspace API key: `Authorization: Bearer ack_...`.",
+            "description": "A workspace API key: `Authorization: Bearer ack_...`; on "
+            "`/v1/me/...` (and `/v1/connection`) a browser token: `Bearer abt_...`.",
+        }
+
+
+class ServiceAgentKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "apps.api.authentication.ServiceAgentKeyAuthentication"
+    name = "serviceAgentKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "X-Service-Agent-Key",
+            "description": "A workspace API key, the header the browser-token endpoint keeps "
+            "(contract 4.5); `Authorization: Bearer` is accepted too.",
         }
 
 

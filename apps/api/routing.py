@@ -27,3 +27,7 @@ def agent_form_only(routes: list[Route]) -> list[URLPattern]:
     return [
         path(f"agents/<str:agent_id>/{r.route}", r.view, name=f"agent-{r.name}") for r in routes
     ]
+
+
+def short_form_only(routes: list[Route]) -> list[URLPattern]:
+    return [path(r.route, r.view, name=r.name) for r in routes]

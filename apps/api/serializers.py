@@ -5,6 +5,12 @@ Input serializers refuse unknown keys and coerce nothing: `"true"` is not a bool
 only describe it for the OpenAPI document.
 """
 
+from datetime import UTC, datetime
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.common.errors import ERROR_NAMES
@@ -43,6 +49,32 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a JSON string.")
         return super().to_internal_value(data)
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class StrictDateTimeField(serializers.Field):
+    """An ISO 8601 date-time string; a value without an offset is taken as UTC."""
+
+    def to_internal_value(self, data) -> datetime:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be an ISO 8601 date-time string.")
+        try:
+            value = parse_datetime(data)
+        except ValueError:
+            value = None
+        if value is None:
+            raise serializers.ValidationError(
+                "Must be an ISO 8601 date-time, for example 2025-01-31T12:00:00Z."
+            )
+        if timezone.is_naive(value):
+            value = value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise serializers.ValidationError("Date-time out of range.") from None
+
+    def to_representation(self, value):
+        return value
 
 
 class ErrorOut(serializers.Serializer):

@@ -37,15 +37,15 @@ def _limiter(storage_url: str) -> MovingWindowRateLimiter:
 
 class ApiKeyRateThrottle(BaseThrottle):
     def allow_request(self, request, view) -> bool:
-        key = request.auth
-        if key is None:
+        credential = request.auth
+        if credential is None:
             return True
         limit = parse(settings.API_RATE_LIMIT)
         limiter = _limiter(settings.RATE_LIMIT_STORAGE_URL)
         try:
-            if limiter.hit(limit, "api-key", key.pk):
+            if limiter.hit(limit, "api-key", credential.rate_limit_id):
                 return True
-            stats = limiter.get_window_stats(limit, "api-key", key.pk)
+            stats = limiter.get_window_stats(limit, "api-key", credential.rate_limit_id)
         except Exception:  # noqa: BLE001 - the counter's store being down must not stop the API
             logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
             return True

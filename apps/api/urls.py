@@ -6,9 +6,10 @@ from rest_framework.permissions import AllowAny
 
 from apps.activity import api_urls as activity
 from apps.api import views
-from apps.api.routing import Route, agent_form_only, both_forms
+from apps.api.routing import Route, agent_form_only, both_forms, short_form_only
 from apps.knowledge import api_urls as knowledge
 from apps.webhooks import api_urls as webhooks
+from apps.workspaces import api_urls as workspaces
 
 # The document and its viewer are public: they describe the API, they expose no data.
 PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny], "throttle_classes": []}
@@ -20,7 +21,10 @@ platform_routes = [
 urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(**PUBLIC), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi", **PUBLIC), name="api-docs"),
-    *both_forms(platform_routes + activity.routes + knowledge.routes + webhooks.routes),
+    *both_forms(
+        platform_routes + activity.routes + knowledge.routes + webhooks.routes + workspaces.routes
+    ),
+    *short_form_only(activity.browser_routes),
     *agent_form_only(
         activity.agent_only_routes + knowledge.agent_only_routes + webhooks.agent_only_routes
     ),

@@ -11,11 +11,11 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
+from apps.api.credentials import Credential
 from apps.common.errors import NotFound
 from apps.common.keyset import Keyset, page_request, paginate
 from apps.common.time import iso
-from apps.workspaces.models import Agent, ApiKey
-from apps.workspaces.selectors import is_workspace_owner
+from apps.workspaces.models import Agent
 
 
 class AgentViewSet(ViewSet):
@@ -28,6 +28,8 @@ class AgentViewSet(ViewSet):
     """
 
     required_scopes: dict[str, str | None] = {}
+    # Which kinds of credential (apps.api.credentials) the view serves; others are 403.
+    credential_kinds: tuple[str, ...] = ("api_key",)
     agent_scope = "key"
     agent: Agent
 
@@ -40,7 +42,7 @@ class AgentViewSet(ViewSet):
         self.agent = self.resolve_agent(kwargs.get("agent_id"))
 
     def resolve_agent(self, agent_id: str | None) -> Agent:
-        key_agent = cast(ApiKey, self.request.auth).agent
+        key_agent = self.credential.agent
         if agent_id is None or agent_id == key_agent.pk:
             return key_agent
         if self.agent_scope == "workspace":
@@ -50,6 +52,10 @@ class AgentViewSet(ViewSet):
             if agent is not None:
                 return agent
         raise NotFound("No such Agent for this API key.")
+
+    @property
+    def credential(self) -> Credential:
+        return cast(Credential, self.request.auth)
 
     def paginated(self, queryset, *, keyset: Keyset, render: Callable[[Any], dict]) -> HttpResponse:
         """One keyset page of `queryset` in the list envelope, `limit`/`after` from the query."""
@@ -69,12 +75,16 @@ ConnectionOut = inline_serializer(
         "credential": inline_serializer(
             "ConnectionCredential",
             {
-                "kind": serializers.ChoiceField(choices=["api_key"]),
+                "kind": serializers.ChoiceField(choices=["api_key", "browser_token"]),
                 "id": serializers.CharField(),
-                "name": serializers.CharField(),
+                "name": serializers.CharField(allow_null=True),
                 "prefix": serializers.CharField(),
                 "created_at": serializers.DateTimeField(),
                 "last_used_at": serializers.DateTimeField(allow_null=True),
+                "expires_at": serializers.DateTimeField(allow_null=True),
+                "user_id": serializers.CharField(
+                    allow_null=True, help_text="The end user a browser token is bound to."
+                ),
             },
         ),
         "agent": inline_serializer(
@@ -89,36 +99,55 @@ ConnectionOut = inline_serializer(
 )
 
 
+def credential_to_dict(credential: Credential) -> dict:
+    """The credential part of /v1/connection: public identifiers only, never a secret."""
+    key, token = credential.key, credential.token
+    if token is not None:
+        return {
+            "kind": credential.kind,
+            "id": token.public_id,
+            "name": None,
+            "prefix": token.public_id,
+            "created_at": iso(token.issued_at),
+            "last_used_at": None,
+            "expires_at": iso(token.expires_at),
+            "user_id": token.user_id,
+        }
+    return {
+        "kind": credential.kind,
+        "id": key.pk,
+        "name": key.name,
+        "prefix": key.prefix,
+        "created_at": iso(key.created_at),
+        "last_used_at": iso(key.last_used_at),
+        "expires_at": iso(key.expires_at),
+        "user_id": None,
+    }
+
+
 class ConnectionViewSet(AgentViewSet):
     required_scopes = {"retrieve": None}
+    credential_kinds = ("api_key", "browser_token")
 
     @extend_schema(
         tags=["Connection"],
         summary="Describe the current credential",
-        description="The key's kind, public prefix, Agent, workspace, scopes and whether its "
-        "creator is a workspace owner. Needs no scope; never exposes the secret.",
+        description="The credential's kind (`api_key` or `browser_token`), public prefix, "
+        "expiry, Agent, workspace, scopes and whether it acts for a workspace owner. Needs no "
+        "scope; never exposes a secret. A browser token reports its end user in `user_id`.",
         responses={200: ConnectionOut},
     )
     def retrieve(self, request, agent_id: str | None = None):
-        key = request.auth
+        credential = self.credential
         agent = self.agent
         return json_response(
             {
                 "object": "connection",
-                "credential": {
-                    "kind": "api_key",
-                    "id": key.pk,
-                    "name": key.name,
-                    "prefix": key.prefix,
-                    "created_at": iso(key.created_at),
-                    "last_used_at": iso(key.last_used_at),
-                },
+                "credential": credential_to_dict(credential),
                 "agent": {"id": agent.pk, "name": agent.name},
                 "workspace": {"id": agent.workspace_id, "name": agent.workspace.name},
-                "scopes": sorted(key.scopes),
-                "is_owner": is_workspace_owner(
-                    user_id=key.created_by_id, workspace_id=agent.workspace_id
-                ),
+                "scopes": sorted(credential.scopes),
+                "is_owner": credential.is_owner(),
             }
         )
 

@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from apps.common.ids import id_factory
 
@@ -46,6 +47,8 @@ class Agent(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
     name = models.CharField(max_length=120)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    # Origins (scheme://host[:port]) whose pages may call /v1/me with a browser token.
+    allowed_origins = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -69,6 +72,13 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Past this instant the key is refused (401); null never expires.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # The key that created this one over POST /v1/api_keys; null for keys made in the console
+    # or by a command. Revoking the parent leaves its children working (docs/keys-and-tokens.md).
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
 
     class Meta:
         indexes = [
@@ -87,5 +97,16 @@ class ApiKey(models.Model):
         return set(self.scopes) >= set(ALL_SCOPES)
 
     @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def status(self) -> str:
+        """`revoked`, `expired` or `active`, in that precedence."""
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.is_expired else "active"

@@ -7,12 +7,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from apps.common.errors import ServiceError
+from apps.common.errors import InsufficientScope, ServiceError
 from apps.workspaces.console import SESSION_AGENT_KEY, ConsoleRequest, console_view
 from apps.workspaces.forms import ApiKeyCreateForm
 from apps.workspaces.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.workspaces.selectors import agent_list_for_user, api_key_list
-from apps.workspaces.services import api_key_create, api_key_revoke
+from apps.workspaces.services import api_key_create_by_member, api_key_revoke
 
 NEW_KEY_SESSION_KEY = "console_new_api_key"
 
@@ -63,23 +63,22 @@ def api_key_list_page(request: ConsoleRequest) -> HttpResponse:
 def api_key_create_page(request: ConsoleRequest) -> HttpResponse:
     form = ApiKeyCreateForm(request.POST)
     if form.is_valid():
-        needs_owner = sorted(set(form.cleaned_data["scopes"]) & OWNER_SCOPES)
-        if needs_owner and not request.is_owner:
-            form.add_error("scopes", f"Only workspace owners can grant: {', '.join(needs_owner)}.")
+        try:
+            key, raw = api_key_create_by_member(
+                agent=request.agent,
+                user=request.user,
+                name=form.cleaned_data["name"],
+                scopes=form.cleaned_data["scopes"],
+                expires_at=form.cleaned_data["expires_at"],
+            )
+        except InsufficientScope as exc:
+            form.add_error("scopes", exc.message)
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
         else:
-            try:
-                key, raw = api_key_create(
-                    agent=request.agent,
-                    name=form.cleaned_data["name"],
-                    scopes=form.cleaned_data["scopes"],
-                    created_by=request.user,
-                )
-            except ServiceError as exc:
-                form.add_error(None, exc.message)
-            else:
-                # Shown once on the next page view, then gone from the session for good.
-                request.session[NEW_KEY_SESSION_KEY] = {"name": key.name, "key": raw}
-                return redirect("workspaces:api_key_list")
+            # Shown once on the next page view, then gone from the session for good.
+            request.session[NEW_KEY_SESSION_KEY] = {"name": key.name, "key": raw}
+            return redirect("workspaces:api_key_list")
     return _api_key_page(request, form, status=400)
 
 
@@ -87,14 +86,11 @@ def api_key_create_page(request: ConsoleRequest) -> HttpResponse:
 @console_view
 def api_key_revoke_page(request: ConsoleRequest, key_id: str) -> HttpResponse:
     key = api_key_list(agent=request.agent).filter(pk=key_id).first()
-    if key is not None and not request.is_owner and key.created_by_id != request.user.pk:
-        messages.error(request, "Only owners can revoke keys created by someone else.")
-    else:
-        try:
-            key = api_key_revoke(agent=request.agent, key_id=key_id)
-            messages.success(request, f"Revoked “{key.name}”. It stopped working immediately.")
-        except ServiceError as exc:
-            messages.error(request, exc.message)
+    try:
+        key = api_key_revoke(agent=request.agent, key_id=key_id, by_user=request.user)
+        messages.success(request, f"Revoked “{key.name}”. It stopped working immediately.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
     if request.htmx and key is not None:
         key.refresh_from_db()
         return render(

@@ -2,6 +2,7 @@
 
 from django.db.models import QuerySet
 
+from apps.common.errors import NotFound
 from apps.workspaces.models import Agent, ApiKey, Membership
 
 
@@ -27,3 +28,26 @@ def is_workspace_owner(*, user_id: int | None, workspace_id: str) -> bool:
     return Membership.objects.filter(
         user_id=user_id, workspace_id=workspace_id, role=Membership.Role.OWNER
     ).exists()
+
+
+def agent_get_active(*, workspace_id: str, agent_id: str) -> Agent:
+    """An active Agent of the workspace; any other id is not found."""
+    agent = (
+        Agent.objects.select_related("workspace")
+        .filter(pk=agent_id, workspace_id=workspace_id, status=Agent.Status.ACTIVE)
+        .first()
+        if "\x00" not in agent_id
+        else None
+    )
+    if agent is None:
+        raise NotFound(f"No Agent {agent_id!r} in this workspace.")
+    return agent
+
+
+def agent_allowed_origins(*, agent: Agent) -> frozenset[str]:
+    """Origins whose pages may read /v1/me with the Agent's browser tokens, normalized
+    (lower-case, no trailing slash) so they compare with a request's `Origin` as is."""
+    origins = agent.allowed_origins if isinstance(agent.allowed_origins, list) else []
+    return frozenset(
+        origin.strip().rstrip("/").lower() for origin in origins if isinstance(origin, str)
+    )

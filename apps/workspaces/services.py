@@ -4,7 +4,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -13,9 +13,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.common.errors import BadRequest, Conflict, NotFound, Unauthorized
+from apps.common.errors import BadRequest, Conflict, InsufficientScope, NotFound, Unauthorized
+from apps.common.time import iso
 from apps.workspaces.models import Agent, ApiKey, Membership, Workspace
-from apps.workspaces.scopes import parse_scopes
+from apps.workspaces.scopes import OWNER_SCOPES, parse_scopes
+from apps.workspaces.selectors import is_workspace_owner
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +48,19 @@ def _hash_secret(secret: str) -> str:
 
 
 def api_key_create(
-    *, agent: Agent, name: str, scopes: list[str] | str, created_by=None
+    *,
+    agent: Agent,
+    name: str,
+    scopes: list[str] | str,
+    created_by=None,
+    expires_at: datetime | None = None,
+    parent: ApiKey | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key and return it with its full secret, which is never retrievable again."""
+    """Create a key and return it with its full secret, which is never retrievable again.
+
+    This is the bare write; who may grant what is checked by `api_key_create_by_member` (the
+    console) and `api_key_create_by_key` (POST /v1/api_keys), which both end here.
+    """
     name = (name or "").strip()
     if not name or len(name) > 120:
         raise BadRequest("name: give the key a name of 1 to 120 characters.")
@@ -56,6 +68,8 @@ def api_key_create(
         scope_list = parse_scopes(scopes)
     except ValueError as exc:
         raise BadRequest(f"scopes: {exc}") from None
+    if expires_at is not None and expires_at <= timezone.now():
+        raise BadRequest("expires_at: must be in the future.")
     lookup_id = secrets.token_hex(LOOKUP_ID_LENGTH // 2)
     secret = secrets.token_urlsafe(32)
     key = ApiKey.objects.create(
@@ -65,14 +79,114 @@ def api_key_create(
         secret_hash=_hash_secret(secret),
         scopes=scope_list,
         created_by=created_by,
+        expires_at=expires_at,
+        parent=parent,
     )
     return key, f"{settings.API_KEY_PREFIX}_{lookup_id}{secret}"
 
 
-def api_key_revoke(*, agent: Agent, key_id: str) -> ApiKey:
+def api_key_grant_check(*, workspace_id: str, user, scopes: list[str]) -> None:
+    """Only a workspace owner may grant the owner permissions (contract 5.3)."""
+    needs_owner = sorted(set(scopes) & OWNER_SCOPES)
+    if needs_owner and not is_workspace_owner(
+        user_id=getattr(user, "pk", None), workspace_id=workspace_id
+    ):
+        raise InsufficientScope(
+            needs_owner[0], f"Only workspace owners can grant: {', '.join(needs_owner)}."
+        )
+
+
+def api_key_create_by_member(
+    *, agent: Agent, user, name: str, scopes: list[str], expires_at: datetime | None = None
+) -> tuple[ApiKey, str]:
+    """A key made in the console by a member of the Agent's workspace."""
+    api_key_grant_check(workspace_id=agent.workspace_id, user=user, scopes=scopes)
+    return api_key_create(
+        agent=agent, name=name, scopes=scopes, created_by=user, expires_at=expires_at
+    )
+
+
+# Permissions that a key created over the API can never hold: it could otherwise mint keys
+# that outlive the revocation of the key that made them, one generation after another.
+NEVER_DELEGATED = frozenset({"api_keys:create"})
+
+
+def api_key_manager_check(*, key: ApiKey) -> None:
+    """Managing keys over the API needs `api_keys:create` (owner, checked with the scope) and
+    `auth_tokens:create` too (contract 5.3)."""
+    if "auth_tokens:create" not in key.scopes:
+        raise InsufficientScope(
+            "auth_tokens:create",
+            "Managing integration keys needs the 'auth_tokens:create' permission besides "
+            "'api_keys:create'; this API key lacks it.",
+        )
+
+
+def api_key_create_by_key(
+    *,
+    parent: ApiKey,
+    agent: Agent,
+    name: str,
+    scopes: list[str],
+    expires_at: datetime | None = None,
+) -> tuple[ApiKey, str]:
+    """A narrow integration key made over POST /v1/api_keys by `parent`.
+
+    Its permissions are a subset of the parent's and never include `api_keys:create`; it
+    cannot outlive an expiring parent; it is recorded as created by the parent's creator.
+    """
+    api_key_manager_check(key=parent)
+    if agent.workspace_id != parent.agent.workspace_id or agent.status != Agent.Status.ACTIVE:
+        raise NotFound("No such Agent for this API key.")
+    try:
+        scope_list = parse_scopes(scopes)
+    except ValueError as exc:
+        raise BadRequest(f"scopes: {exc}") from None
+    forbidden = sorted(set(scope_list) & NEVER_DELEGATED)
+    if forbidden:
+        raise BadRequest(
+            f"scopes: a key created over the API can never hold {', '.join(forbidden)}."
+        )
+    not_held = sorted(set(scope_list) - set(parent.scopes))
+    if not_held:
+        raise InsufficientScope(
+            not_held[0],
+            f"A new key's permissions must be a subset of this key's; it lacks: "
+            f"{', '.join(not_held)}.",
+        )
+    if parent.expires_at is not None:
+        if expires_at is None:
+            expires_at = parent.expires_at
+        elif expires_at > parent.expires_at:
+            raise BadRequest(
+                f"expires_at: cannot be later than this API key's own expiry "
+                f"({iso(parent.expires_at)})."
+            )
+    api_key_grant_check(workspace_id=agent.workspace_id, user=parent.created_by, scopes=scope_list)
+    return api_key_create(
+        agent=agent,
+        name=name,
+        scopes=scope_list,
+        created_by=parent.created_by,
+        expires_at=expires_at,
+        parent=parent,
+    )
+
+
+def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
+    """Revoke a key of `agent` at once. Owners may revoke any key, members only their own;
+    `by_user=None` is an operator at the command line."""
     key = ApiKey.objects.filter(agent=agent, pk=key_id).first()
     if key is None:
         raise NotFound("No such API key.")
+    if (
+        by_user is not None
+        and key.created_by_id != by_user.pk
+        and not is_workspace_owner(user_id=by_user.pk, workspace_id=agent.workspace_id)
+    ):
+        raise InsufficientScope(
+            "api_keys:create", "Only owners can revoke keys created by someone else."
+        )
     if key.revoked_at is not None:
         raise Conflict("This API key is already revoked.")
     # Conditional update: two revocations racing leave one revoked_at.
@@ -145,6 +259,28 @@ def api_key_cache_forget_for_agent(sender, instance: Agent, **kwargs) -> None:
         _forget_cached_key(lookup_id)
 
 
+def api_key_by_lookup_id(lookup_id: str) -> ApiKey | None:
+    """The key with this public lookup id (with its Agent and workspace), from the shared
+    cache when it is there: a hit reads no database."""
+    key = _cached_key(lookup_id)
+    if key is None:
+        key = ApiKey.objects.select_related("agent__workspace").filter(lookup_id=lookup_id).first()
+        if key is not None:
+            _remember_key(key)
+    return key
+
+
+def api_key_usable_check(key: ApiKey, *, what: str = "The API key") -> None:
+    """Raise Unauthorized unless the key may be used now. Checked on every request against
+    the (possibly cached) row, so a cached key past its expiry is refused all the same."""
+    if key.revoked_at is not None:
+        raise Unauthorized(f"{what} has been revoked.")
+    if key.expires_at is not None and key.expires_at <= timezone.now():
+        raise Unauthorized(f"{what} expired at {iso(key.expires_at)}.")
+    if key.agent.status != Agent.Status.ACTIVE:
+        raise Unauthorized(f"{what}'s Agent is archived.")
+
+
 def api_key_authenticate(*, raw_key: str) -> ApiKey:
     """Find the active key a bearer token names, or raise Unauthorized."""
     prefix = f"{settings.API_KEY_PREFIX}_"
@@ -152,17 +288,10 @@ def api_key_authenticate(*, raw_key: str) -> ApiKey:
         raise Unauthorized("The API key is malformed.")
     body = raw_key[len(prefix) :]
     lookup_id, secret = body[:LOOKUP_ID_LENGTH], body[LOOKUP_ID_LENGTH:]
-    key = _cached_key(lookup_id)
-    if key is None:
-        key = ApiKey.objects.select_related("agent__workspace").filter(lookup_id=lookup_id).first()
-        if key is not None:
-            _remember_key(key)
+    key = api_key_by_lookup_id(lookup_id)
     if key is None or not hmac.compare_digest(key.secret_hash, _hash_secret(secret)):
         raise Unauthorized("The API key is not valid.")
-    if key.revoked_at is not None:
-        raise Unauthorized("The API key has been revoked.")
-    if key.agent.status != Agent.Status.ACTIVE:
-        raise Unauthorized("The API key's Agent is archived.")
+    api_key_usable_check(key)
     _touch_last_used(key)
     return key
 

@@ -26,3 +26,9 @@ document.addEventListener("click", (event) => {
   sidebar.classList.toggle("open", open);
   button.setAttribute("aria-expanded", String(open));
 });
+
+// Forms that ask before a destructive post when htmx is not there to do it (hx-confirm).
+document.addEventListener("submit", (event) => {
+  const message = event.target.dataset && event.target.dataset.confirm;
+  if (message && !window.htmx && !window.confirm(message)) event.preventDefault();
+});

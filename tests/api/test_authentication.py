@@ -46,7 +46,7 @@ def test_unknown_key_is_unauthorized(api):
 
 def test_revoked_key_is_unauthorized_immediately(api, agent):
     assert api.get("/v1/connection").status == 200
-    api_key_revoke(agent=agent, key_id=api.key.pk)
+    api_key_revoke(agent=agent, key_id=api.key.pk, by_user=None)
     assert_unauthorized(api.get("/v1/connection"))
 
 
@@ -89,7 +89,7 @@ def test_revocation_and_archiving_apply_at_once_with_the_key_cache(api, agent, s
     agent.status = "active"
     agent.save(update_fields=["status"])
     assert api.get("/v1/connection").status == 200
-    api_key_revoke(agent=agent, key_id=api.key.pk)
+    api_key_revoke(agent=agent, key_id=api.key.pk, by_user=None)
     assert_unauthorized(api.get("/v1/connection"))
 
 

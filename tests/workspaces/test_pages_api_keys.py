@@ -85,3 +85,80 @@ def test_agent_switcher_only_switches_to_own_agents(
     owner_client.post("/agent/switch/", {"agent_id": other_agent.pk, "next": "/api-keys/"})
     page = owner_client.get("/api-keys/").content.decode()
     assert other_agent.name not in page
+
+
+# --- expiry ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("choice", "days"), [("7", 7), ("30", 30), ("90", 90)])
+def test_create_with_a_lifetime_sets_the_expiry(owner_client, choice, days, time_machine):
+    from datetime import UTC, datetime, timedelta
+
+    time_machine.move_to("2026-04-01T08:00:00Z", tick=False)
+    response = owner_client.post(
+        "/api-keys/new/", {"name": "Temp", "scopes": ["runs:read"], "expires": choice}
+    )
+    assert response.status_code == 302
+    expected = datetime(2026, 4, 1, 8, tzinfo=UTC) + timedelta(days=days)
+    assert ApiKey.objects.get().expires_at == expected
+
+
+def test_create_on_a_date_works_through_that_day(owner_client, time_machine):
+    from datetime import UTC, datetime
+
+    time_machine.move_to("2026-04-01T08:00:00Z", tick=False)
+    owner_client.post(
+        "/api-keys/new/",
+        {"name": "Dated", "scopes": ["runs:read"], "expires": "date", "expires_on": "2026-04-10"},
+    )
+    assert ApiKey.objects.get().expires_at == datetime(2026, 4, 11, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("expires_on", ["", "2026-03-31", "not-a-date"])
+def test_create_on_a_missing_or_past_date_is_refused(owner_client, time_machine, expires_on):
+    time_machine.move_to("2026-04-01T08:00:00Z", tick=False)
+    response = owner_client.post(
+        "/api-keys/new/",
+        {"name": "Bad", "scopes": ["runs:read"], "expires": "date", "expires_on": expires_on},
+    )
+    assert response.status_code == 400
+    assert b'class="field-error"' in response.content
+    assert not ApiKey.objects.exists()
+
+
+def test_create_without_expiry_never_expires(owner_client):
+    owner_client.post("/api-keys/new/", {"name": "Forever", "scopes": ["runs:read"]})
+    assert ApiKey.objects.get().expires_at is None
+
+
+def test_expired_keys_show_as_expired_and_cannot_be_used(owner_client, agent, owner, time_machine):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.workspaces.services import api_key_create
+
+    time_machine.move_to("2026-04-01T08:00:00Z", tick=False)
+    key, raw = api_key_create(
+        agent=agent,
+        name="Soon gone",
+        scopes=["runs:read"],
+        created_by=owner,
+        expires_at=timezone.now() + timedelta(days=1),
+    )
+    html = owner_client.get("/api-keys/").content.decode()
+    row = re.search(rf'<tr id="api-key-row-{key.pk}".*?</tr>', html, re.S).group(0)
+    assert "in 1" in row and "Expired" not in row
+    time_machine.move_to("2026-04-03T08:00:00Z", tick=False)
+    html = owner_client.get("/api-keys/").content.decode()
+    row = re.search(rf'<tr id="api-key-row-{key.pk}".*?</tr>', html, re.S).group(0)
+    assert "badge-expired" in row and "row-muted" in row
+    assert ApiClient(raw).get("/v1/connection").status == 401
+
+
+def test_member_cannot_grant_owner_scopes_through_the_shared_rule(client, member, agent):
+    client.force_login(member)
+    response = client.post("/api-keys/new/", {"name": "M", "scopes": ["webhooks:read"]})
+    assert response.status_code == 400
+    assert b"Only workspace owners can grant: webhooks:read" in response.content
+    assert not ApiKey.objects.exists()

@@ -16,7 +16,7 @@ class Command(BaseCommand):
         if key is None:
             raise CommandError(f"No API key with id {options['key_id']!r}.")
         try:
-            api_key_revoke(agent=key.agent, key_id=key.pk)
+            api_key_revoke(agent=key.agent, key_id=key.pk, by_user=None)
         except ServiceError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(f"Revoked {key.pk} ({key.prefix}).")

@@ -1,0 +1,71 @@
+"""What authenticated a /v1 request: one small value every layer reads from `request.auth`.
+
+Two kinds today: a workspace API key (`api_key`) and a browser token (`browser_token`, minted
+by POST /v1/auth_tokens). Views say which kinds they serve in `credential_kinds`; the scope
+permission, throttling, the request log and /v1/connection read only this value, so a new kind
+is a new constructor here plus its verification.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from apps.workspaces.browser_tokens import BrowserToken
+from apps.workspaces.models import Agent, ApiKey
+from apps.workspaces.selectors import is_workspace_owner
+
+CredentialKind = Literal["api_key", "browser_token"]
+
+# A browser token reads its end user's own conversations and their messages, nothing else.
+BROWSER_TOKEN_SCOPES = frozenset({"conversations:read"})
+
+
+@dataclass(frozen=True)
+class Credential:
+    kind: CredentialKind
+    # The key itself, or for a browser token the key that minted it.
+    key: ApiKey
+    scopes: frozenset[str]
+    # Safe to log and to count requests by: a key's prefix, a token's public id.
+    public_id: str
+    # Set for browser tokens only.
+    token: BrowserToken | None = None
+
+    @classmethod
+    def for_api_key(cls, key: ApiKey) -> "Credential":
+        return cls(kind="api_key", key=key, scopes=frozenset(key.scopes), public_id=key.prefix)
+
+    @classmethod
+    def for_browser_token(cls, token: BrowserToken, key: ApiKey) -> "Credential":
+        return cls(
+            kind="browser_token",
+            key=key,
+            scopes=BROWSER_TOKEN_SCOPES,
+            public_id=token.public_id,
+            token=token,
+        )
+
+    @property
+    def agent(self) -> Agent:
+        return self.key.agent
+
+    @property
+    def end_user_id(self) -> str | None:
+        return self.token.user_id if self.token else None
+
+    @property
+    def expires_at(self) -> datetime | None:
+        return self.token.expires_at if self.token else self.key.expires_at
+
+    @property
+    def rate_limit_id(self) -> str:
+        # Keys keep their id as the counter's name; each browser token has its own window.
+        return self.key.pk if self.token is None else self.public_id
+
+    def is_owner(self) -> bool:
+        """Whether the credential acts for a workspace owner now (a browser token never does)."""
+        if self.kind != "api_key":
+            return False
+        return is_workspace_owner(
+            user_id=self.key.created_by_id, workspace_id=self.agent.workspace_id
+        )
