@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand
 
 from apps.activity.demo import activity_seed_demo
 from apps.knowledge.demo import knowledge_seed_demo
+from apps.usage.services import rollup_rebuild
 from apps.workspaces.services import demo_seed
 
 DEMO_EMAIL = "owner@demo.example"
@@ -18,6 +19,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         demo = demo_seed(email=DEMO_EMAIL, password=DEMO_PASSWORD)
         seeded = activity_seed_demo(agent=demo["agent"])
+        # The demo's runs are bulk-inserted, not recorded one by one: count them in the rollup.
+        rollup_rebuild(agent_ids=[demo["agent"].pk])
         articles = knowledge_seed_demo(agent=demo["agent"])
         result = {
             "workspace_id": demo["workspace"].pk,
