@@ -171,7 +171,7 @@ def _csv_rows(usage: selectors.Usage) -> Iterator[list]:
 def usage_export(request: ConsoleRequest) -> StreamingHttpResponse:
     """One row per day and Agent of the chosen period, streamed."""
     _choice, period, _error = console_period(request.GET, today=services.utc_day(timezone.now()))
-    usage = selectors.usage_get(workspace=request.workspace, period=period)
+    usage = selectors.usage_get(workspace=request.workspace, period=period, per_agent_day=True)
     writer = csv.writer(_Echo())
     response = StreamingHttpResponse(
         (writer.writerow(_safe_cells(row)) for row in _csv_rows(usage)),

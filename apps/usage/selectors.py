@@ -1,8 +1,8 @@
 """Reads of usage: a workspace's (or one Agent's) figures over a period, from the rollup only.
 
-One query for the daily rows, one for their latency histograms, one for the Agents' names and
-one for the limit and this month's credits: the cost depends on the number of days and Agents
-in the period, never on the number of runs.
+One query for the daily rows, one that turns their latency histograms into percentiles in the
+database, one for the Agents' names, one for the limit and one for this month's credits: the
+cost depends on the number of days and Agents in the period, never on the number of runs.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, Sum
 from django.utils import timezone
 
 from apps.common.errors import BadRequest, NotFound
-from apps.usage.latency import percentiles
-from apps.usage.models import DailyLatency, DailyUsage
+from apps.usage.latency import bucket_value
+from apps.usage.models import DailyUsage
 from apps.usage.services import (
     COUNTER_FIELDS,
     month_start,
@@ -104,10 +105,11 @@ def usage_agent_get(*, workspace: Workspace, agent_id: str) -> Agent:
 
 @dataclass
 class Figures:
-    """Sums over some runs, and their latency histogram ({bucket: runs})."""
+    """Sums over some runs, and their turn latency p50/p95 (None without latencies)."""
 
     counters: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(COUNTER_FIELDS, 0))
-    histogram: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    p50: float | None = None
+    p95: float | None = None
 
     def add_counters(self, values: Mapping[str, Any]) -> None:
         for name in COUNTER_FIELDS:
@@ -118,8 +120,7 @@ class Figures:
         return Decimal(self.counters["credits_charged"])
 
     def latency(self) -> tuple[float | None, float | None]:
-        p50, p95 = percentiles(self.histogram, (50, 95))
-        return p50, p95
+        return self.p50, self.p95
 
 
 @dataclass
@@ -133,32 +134,115 @@ class Usage:
     month: date
     month_credits: Decimal
     credit_limit: Decimal | None
-    # Credits per day of the period, for the console's chart and CSV.
+    # Per day of the period (the console's chart) and per Agent and day (the CSV export).
     daily: dict[date, Figures]
     per_agent_day: dict[tuple[str, date], Figures]
 
 
-def usage_get(*, workspace: Workspace, period: Period, agent: Agent | None = None) -> Usage:
+# Nearest-rank p50/p95 of each group's histogram, computed by the database so only a few rows
+# travel: the running count per bucket reaches ceil(p * n / 100) where 100 * seen >= p * n.
+# The same rule as apps.usage.latency.percentiles (the tests compare them).
+_PERCENTILES_SQL = """
+WITH scoped AS (
+    SELECT agent_id, day, bucket, runs FROM usage_dailylatency
+    WHERE workspace_id = %s AND day >= %s AND day <= %s {agent_filter}
+), keyed AS (
+    {groupings}
+), histogram AS (
+    SELECT grouping, agent_key, day_key, bucket, sum(runs) AS runs
+    FROM keyed GROUP BY grouping, agent_key, day_key, bucket
+), running AS (
+    SELECT grouping, agent_key, day_key, bucket,
+        sum(runs) OVER (PARTITION BY grouping, agent_key, day_key ORDER BY bucket) AS seen,
+        sum(runs) OVER (PARTITION BY grouping, agent_key, day_key) AS total
+    FROM histogram
+)
+SELECT grouping, agent_key, day_key,
+    min(CASE WHEN seen * 100 >= total * 50 THEN bucket END),
+    min(CASE WHEN seen * 100 >= total * 95 THEN bucket END)
+FROM running WHERE total > 0
+GROUP BY grouping, agent_key, day_key
+"""
+_WEEK_START = {
+    "postgresql": "day - (extract(isodow FROM day)::int - 1)",
+    "sqlite": "date(day, '-' || ((CAST(strftime('%%w', day) AS integer) + 6) %% 7) || ' days')",
+}
+
+
+def _as_date(value) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def _latency_percentiles(
+    *, workspace: Workspace, period: Period, agent: Agent | None, per_agent_day: bool
+) -> dict[tuple[str, str, date | None], tuple[float | None, float | None]]:
+    """{(grouping, agent_id or "", day or week start or None): (p50, p95)} for the groupings
+    `total`, `agent`, `series` (per day or ISO week) and, when asked, `agent_day`."""
+    no_day = "CAST(NULL AS date)"
+    series_key = "day" if period.granularity == "day" else _WEEK_START[connection.vendor]
+    groupings = [
+        ("total", "''", no_day),
+        ("agent", "agent_id", no_day),
+        ("series", "''", series_key),
+    ]
+    if per_agent_day:
+        groupings.append(("agent_day", "agent_id", "day"))
+    sql = _PERCENTILES_SQL.format(
+        agent_filter="AND agent_id = %s" if agent is not None else "",
+        groupings=" UNION ALL ".join(
+            # Every fragment is one of the constants above, never input.
+            f"SELECT '{name}' AS grouping, {agent_key} AS agent_key, "  # noqa: S608
+            f"{day_key} AS day_key, bucket, runs FROM scoped"
+            for name, agent_key, day_key in groupings
+        ),
+    )
+    params: list[Any] = [workspace.pk, period.start, period.end]
+    if agent is not None:
+        params.append(agent.pk)
+    result = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for grouping, agent_key, day_key, p50, p95 in cursor.fetchall():
+            result[(grouping, agent_key, _as_date(day_key))] = (
+                None if p50 is None else round(bucket_value(p50), 1),
+                None if p95 is None else round(bucket_value(p95), 1),
+            )
+    return result
+
+
+def usage_get(
+    *,
+    workspace: Workspace,
+    period: Period,
+    agent: Agent | None = None,
+    per_agent_day: bool = False,
+) -> Usage:
+    """The figures of `workspace` (or only `agent`) over `period`; `per_agent_day` also gives
+    each Agent's latency per day (the CSV export)."""
     scope = Q(workspace=workspace, day__gte=period.start, day__lte=period.end)
     if agent is not None:
         scope &= Q(agent=agent)
     totals = Figures()
     by_agent: dict[str, Figures] = defaultdict(Figures)
     by_day: dict[date, Figures] = defaultdict(Figures)
-    per_agent_day: dict[tuple[str, date], Figures] = {}
+    by_agent_day: dict[tuple[str, date], Figures] = {}
     for row in DailyUsage.objects.filter(scope).values("agent_id", "day", *COUNTER_FIELDS):
         figures = Figures()
         figures.add_counters(row)
-        per_agent_day[(row["agent_id"], row["day"])] = figures
+        by_agent_day[(row["agent_id"], row["day"])] = figures
         for target in (totals, by_agent[row["agent_id"]], by_day[row["day"]]):
             target.add_counters(row)
-    for agent_id, day, bucket, runs in DailyLatency.objects.filter(scope).values_list(
-        "agent_id", "day", "bucket", "runs"
-    ):
-        for target in (totals, by_agent[agent_id], by_day[day]):
-            target.histogram[bucket] += runs
-        if (agent_id, day) in per_agent_day:
-            per_agent_day[(agent_id, day)].histogram[bucket] += runs
+
+    latency = _latency_percentiles(
+        workspace=workspace, period=period, agent=agent, per_agent_day=per_agent_day
+    )
+    totals.p50, totals.p95 = latency.get(("total", "", None), (None, None))
+    for agent_id, figures in by_agent.items():
+        figures.p50, figures.p95 = latency.get(("agent", agent_id, None), (None, None))
+    for (agent_id, day), figures in by_agent_day.items():
+        figures.p50, figures.p95 = latency.get(("agent_day", agent_id, day), (None, None))
 
     series = []
     for first, last in period.buckets():
@@ -167,9 +251,10 @@ def usage_get(*, workspace: Workspace, period: Period, agent: Agent | None = Non
         while day <= last:
             if day in by_day:
                 entry.add_counters(by_day[day].counters)
-                for bucket, runs in by_day[day].histogram.items():
-                    entry.histogram[bucket] += runs
             day += timedelta(days=1)
+        # A week's key is its Monday, which may fall before the period's first day.
+        key = first if period.granularity == "day" else first - timedelta(days=first.weekday())
+        entry.p50, entry.p95 = latency.get(("series", "", key), (None, None))
         series.append((first, last, entry))
 
     if agent is not None:
@@ -203,5 +288,5 @@ def usage_get(*, workspace: Workspace, period: Period, agent: Agent | None = Non
         month_credits=month_credits,
         credit_limit=credit_limit,
         daily=dict(by_day),
-        per_agent_day=per_agent_day,
+        per_agent_day=by_agent_day,
     )

@@ -251,3 +251,41 @@ def test_the_request_costs_a_constant_number_of_queries(api, agent, sibling_agen
     with CaptureQueriesContext(connection) as many:
         get(api, **{"from": "2026-01-01", "to": "2026-05-20"})
     assert len(few) == len(many) <= 8
+
+
+@pytest.mark.parametrize("granularity", ["day", "week"])
+def test_latency_percentiles_equal_the_reference_over_the_runs_latencies(
+    api, agent, sibling_agent, granularity
+):
+    import random
+
+    from apps.usage.latency import bucket_of, percentiles
+
+    rng = random.Random(7)
+    for i in range(60):
+        record_run(
+            agent if i % 4 else sibling_agent,
+            at=NOW - timedelta(hours=9 * i),
+            total_turn_latency_ms=rng.lognormvariate(7, 1),
+        )
+    body = get(api, **{"from": "2026-05-01", "granularity": granularity}).json()
+    runs = list(Run.objects.filter(created_at__gte=datetime(2026, 5, 1, tzinfo=UTC)))
+
+    def reference(selected):
+        histogram: dict[int, int] = {}
+        for run in selected:
+            bucket = bucket_of(run.total_turn_latency_ms)
+            histogram[bucket] = histogram.get(bucket, 0) + 1
+        p50, p95 = percentiles(histogram, (50, 95))
+        return {"p50": p50, "p95": p95}
+
+    assert body["totals"]["latency_ms"] == reference(runs)
+    for entry in body["agents"]:
+        assert entry["latency_ms"] == reference(
+            [r for r in runs if r.agent_id == entry["agent_id"]]
+        )
+    for entry in body["series"]:
+        selected = [
+            r for r in runs if entry["start"] <= r.created_at.date().isoformat() <= entry["end"]
+        ]
+        assert entry["latency_ms"] == reference(selected)
