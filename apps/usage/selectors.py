@@ -20,7 +20,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from apps.common.errors import BadRequest, NotFound
-from apps.usage.latency import bucket_value
+from apps.usage.latency import percentiles
 from apps.usage.models import DailyUsage
 from apps.usage.services import (
     COUNTER_FIELDS,
@@ -139,29 +139,15 @@ class Usage:
     per_agent_day: dict[tuple[str, date], Figures]
 
 
-# Nearest-rank p50/p95 of each group's histogram, computed by the database so only a few rows
-# travel: the running count per bucket reaches ceil(p * n / 100) where 100 * seen >= p * n.
-# The same rule as apps.usage.latency.percentiles (the tests compare them).
-_PERCENTILES_SQL = """
+# Each group's histogram summed in the database (a few rows per group and bucket travel, not
+# one per Agent, day and bucket); percentiles are then read off in Python by the reference rule
+# of apps.usage.latency. The CTE is scanned once (PostgreSQL materialises a CTE used twice).
+_HISTOGRAMS_SQL = """
 WITH scoped AS (
     SELECT agent_id, day, bucket, runs FROM usage_dailylatency
     WHERE workspace_id = %s AND day >= %s AND day <= %s {agent_filter}
-), keyed AS (
-    {groupings}
-), histogram AS (
-    SELECT grouping, agent_key, day_key, bucket, sum(runs) AS runs
-    FROM keyed GROUP BY grouping, agent_key, day_key, bucket
-), running AS (
-    SELECT grouping, agent_key, day_key, bucket,
-        sum(runs) OVER (PARTITION BY grouping, agent_key, day_key ORDER BY bucket) AS seen,
-        sum(runs) OVER (PARTITION BY grouping, agent_key, day_key) AS total
-    FROM histogram
 )
-SELECT grouping, agent_key, day_key,
-    min(CASE WHEN seen * 100 >= total * 50 THEN bucket END),
-    min(CASE WHEN seen * 100 >= total * 95 THEN bucket END)
-FROM running WHERE total > 0
-GROUP BY grouping, agent_key, day_key
+{groupings}
 """
 _WEEK_START = {
     "postgresql": "day - (extract(isodow FROM day)::int - 1)",
@@ -182,33 +168,35 @@ def _latency_percentiles(
     `total`, `agent`, `series` (per day or ISO week) and, when asked, `agent_day`."""
     no_day = "CAST(NULL AS date)"
     series_key = "day" if period.granularity == "day" else _WEEK_START[connection.vendor]
+    # (name, agent key, day key, GROUP BY): constants cannot be grouped by, so each says its own.
     groupings = [
-        ("total", "''", no_day),
-        ("agent", "agent_id", no_day),
-        ("series", "''", series_key),
+        ("total", "''", no_day, "bucket"),
+        ("agent", "agent_id", no_day, "agent_id, bucket"),
+        ("series", "''", series_key, f"{series_key}, bucket"),
     ]
     if per_agent_day:
-        groupings.append(("agent_day", "agent_id", "day"))
-    sql = _PERCENTILES_SQL.format(
+        groupings.append(("agent_day", "agent_id", "day", "agent_id, day, bucket"))
+    sql = _HISTOGRAMS_SQL.format(
         agent_filter="AND agent_id = %s" if agent is not None else "",
         groupings=" UNION ALL ".join(
             # Every fragment is one of the constants above, never input.
-            f"SELECT '{name}' AS grouping, {agent_key} AS agent_key, "  # noqa: S608
-            f"{day_key} AS day_key, bucket, runs FROM scoped"
-            for name, agent_key, day_key in groupings
+            f"SELECT '{name}', {agent_key}, {day_key}, bucket, sum(runs) "  # noqa: S608
+            f"FROM scoped GROUP BY {group_by}"
+            for name, agent_key, day_key, group_by in groupings
         ),
     )
     params: list[Any] = [workspace.pk, period.start, period.end]
     if agent is not None:
         params.append(agent.pk)
-    result = {}
+    histograms: dict[tuple[str, str, date | None], dict[int, int]] = defaultdict(dict)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for grouping, agent_key, day_key, p50, p95 in cursor.fetchall():
-            result[(grouping, agent_key, _as_date(day_key))] = (
-                None if p50 is None else round(bucket_value(p50), 1),
-                None if p95 is None else round(bucket_value(p95), 1),
-            )
+        for grouping, agent_key, day_key, bucket, runs in cursor.fetchall():
+            histograms[(grouping, agent_key, _as_date(day_key))][bucket] = int(runs)
+    result: dict[tuple[str, str, date | None], tuple[float | None, float | None]] = {}
+    for key, histogram in histograms.items():
+        p50, p95 = percentiles(histogram, (50, 95))
+        result[key] = (p50, p95)
     return result
 
 

@@ -68,6 +68,7 @@ def test_usage_has_exact_keys_and_defaults_to_this_month_to_date(api, agent, sib
         assert set(entry) == {"start", "end"} | FIGURE_KEYS
 
 
+@pytest.mark.smoke
 def test_figures_equal_the_sums_over_the_runs(api, agent, sibling_agent):
     statuses = ["completed", "failed", "aborted", "streaming", "completed"]
     for i in range(30):
@@ -109,6 +110,7 @@ def test_figures_equal_the_sums_over_the_runs(api, agent, sibling_agent):
     assert credits == sorted(credits, reverse=True)
 
 
+@pytest.mark.smoke
 def test_weekly_series_are_iso_weeks_cut_to_the_period(api, agent):
     record_run(agent, at=datetime(2026, 5, 4, 9, tzinfo=UTC))  # a Monday
     record_run(agent, at=datetime(2026, 5, 10, 9, tzinfo=UTC))  # the Sunday after
@@ -253,6 +255,7 @@ def test_the_request_costs_a_constant_number_of_queries(api, agent, sibling_agen
     assert len(few) == len(many) <= 8
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("granularity", ["day", "week"])
 def test_latency_percentiles_equal_the_reference_over_the_runs_latencies(
     api, agent, sibling_agent, granularity
