@@ -159,7 +159,11 @@ def measure(raw_key: str, requests: int) -> None:
         samples.sort()
         p50 = statistics.median(samples)
         p95 = samples[int(len(samples) * 0.95) - 1]
-        print(f"  {label:40s} p50 {p50:6.1f} ms   p95 {p95:6.1f} ms", flush=True)
+        print(
+            f"  {label:40s} p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   "
+            f"(load {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -188,7 +192,8 @@ def main() -> None:
     raw_key = prepare(args.runs, args.agents, args.days)
     print(
         f"GET /v1/usage over {args.runs:,} runs ({args.agents} Agents, {args.days} days), "
-        f"in process, {args.requests} requests each"
+        f"in process, {args.requests} requests each; load average before: "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     measure(raw_key, args.requests)
 

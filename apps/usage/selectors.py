@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q, Sum
+from django.db.models import OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from apps.common.errors import BadRequest, NotFound
@@ -256,15 +256,23 @@ def usage_get(
         agents.sort(key=lambda pair: (-pair[1].credits, -pair[1].counters["runs"], pair[0].pk))
 
     month = month_start(utc_day(timezone.now()))
-    # Read fresh: the API key's cached copy of the workspace may predate a limit change.
-    credit_limit = (
-        Workspace.objects.filter(pk=workspace.pk)
-        .values_list("monthly_credit_limit", flat=True)
-        .first()
+    # One query for the limit (read fresh: the API key's cached copy of the workspace may
+    # predate a change) and this month's credits.
+    this_month = (
+        DailyUsage.objects.filter(
+            workspace=OuterRef("pk"), day__gte=month, day__lt=next_month(month)
+        )
+        .values("workspace")
+        .annotate(total=Sum("credits_charged"))
+        .values("total")
     )
-    month_credits = DailyUsage.objects.filter(
-        workspace=workspace, day__gte=month, day__lt=next_month(month)
-    ).aggregate(total=Sum("credits_charged"))["total"] or Decimal(0)
+    credit_limit, month_credits = (
+        Workspace.objects.filter(pk=workspace.pk)
+        .annotate(month_credits=Subquery(this_month))
+        .values_list("monthly_credit_limit", "month_credits")
+        .get()
+    )
+    month_credits = month_credits or Decimal(0)
     return Usage(
         workspace=workspace,
         agent=agent,
