@@ -14,7 +14,8 @@ from apps.common.ids import id_factory
 # `usage.threshold_reached` is a workspace's credits crossing 80 % or 100 % of its monthly
 # limit (apps.usage); its deliveries carry no run (`run_id` null).
 USAGE_THRESHOLD_EVENT = "usage.threshold_reached"
-EVENT_TYPES = ("run.completed", "run.failed", "run.aborted", USAGE_THRESHOLD_EVENT)
+RUN_EVENT_TYPES = ("run.completed", "run.failed", "run.aborted")
+EVENT_TYPES = (*RUN_EVENT_TYPES, USAGE_THRESHOLD_EVENT)
 
 
 class Webhook(models.Model):

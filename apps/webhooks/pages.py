@@ -15,7 +15,7 @@ from apps.common.keyset import page_request, paginate
 from apps.webhooks import selectors, services
 from apps.webhooks.api import DELIVERY_KEYSET
 from apps.webhooks.forms import WebhookConfigForm
-from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
+from apps.webhooks.models import EVENT_TYPES, RUN_EVENT_TYPES, DeliveryStatus
 from apps.workspaces.console import console_view
 
 PAGE_SIZE = 25
@@ -61,7 +61,8 @@ def _page(
         form = WebhookConfigForm(
             initial={
                 "url": webhook.url if webhook else "",
-                "events": webhook.events if webhook else list(EVENT_TYPES),
+                # A new webhook starts with the run events; usage alerts are opt-in.
+                "events": webhook.events if webhook else list(RUN_EVENT_TYPES),
                 "enabled": webhook.enabled if webhook else False,
             }
         )
