@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "apps.activity",
     "apps.knowledge",
     "apps.webhooks",
+    "apps.usage",
 ]
 
 MIDDLEWARE = [

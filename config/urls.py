@@ -27,6 +27,7 @@ urlpatterns = [
     path("", include("apps.activity.urls")),
     path("knowledge/", include("apps.knowledge.urls")),
     path("webhooks/", include("apps.webhooks.urls")),
+    path("", include("apps.usage.urls")),
 ]
 
 if settings.DEBUG:

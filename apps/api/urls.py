@@ -8,6 +8,7 @@ from apps.activity import api_urls as activity
 from apps.api import views
 from apps.api.routing import Route, agent_form_only, both_forms, short_form_only
 from apps.knowledge import api_urls as knowledge
+from apps.usage import api_urls as usage
 from apps.webhooks import api_urls as webhooks
 from apps.workspaces import api_urls as workspaces
 
@@ -22,7 +23,12 @@ urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(**PUBLIC), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi", **PUBLIC), name="api-docs"),
     *both_forms(
-        platform_routes + activity.routes + knowledge.routes + webhooks.routes + workspaces.routes
+        platform_routes
+        + activity.routes
+        + knowledge.routes
+        + webhooks.routes
+        + workspaces.routes
+        + usage.routes
     ),
     *short_form_only(activity.browser_routes),
     *agent_form_only(

@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.activity.models import END_STATES, Run
 from apps.activity.rendering import run_to_dict
 from apps.webhooks.models import (
-    EVENT_TYPES,
+    RUN_EVENT_TYPES,
     AttemptStatus,
     ClaimKind,
     DeliveryStatus,
@@ -76,7 +76,7 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
         webhook = Webhook.objects.create(
             agent=agent,
             url=DEMO_URL,
-            events=list(EVENT_TYPES),
+            events=list(RUN_EVENT_TYPES),
             enabled=True,
             secret=secret_generate(),
         )

@@ -11,7 +11,11 @@ from django.db import models
 
 from apps.common.ids import id_factory
 
-EVENT_TYPES = ("run.completed", "run.failed", "run.aborted")
+# `usage.threshold_reached` is a workspace's credits crossing 80 % or 100 % of its monthly
+# limit (apps.usage); its deliveries carry no run (`run_id` null).
+USAGE_THRESHOLD_EVENT = "usage.threshold_reached"
+RUN_EVENT_TYPES = ("run.completed", "run.failed", "run.aborted")
+EVENT_TYPES = (*RUN_EVENT_TYPES, USAGE_THRESHOLD_EVENT)
 
 
 class Webhook(models.Model):
@@ -69,8 +73,9 @@ class WebhookDelivery(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=id_factory("dlv"))
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
-    # The run's id, not a foreign key: a test delivery may carry a sample run.
-    run_id = models.CharField(max_length=64)
+    # The run's id, not a foreign key: a test delivery may carry a sample run. Null for events
+    # that are not about one run (usage.threshold_reached).
+    run_id = models.CharField(max_length=64, null=True, blank=True)
     event_type = models.CharField(max_length=40)
     is_test = models.BooleanField(default=False)
     # The exact JSON sent to the endpoint, frozen at creation so every attempt sends these bytes.

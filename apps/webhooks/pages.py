@@ -15,7 +15,7 @@ from apps.common.export import export_format, export_response
 from apps.common.keyset import paginate
 from apps.webhooks import selectors, services
 from apps.webhooks.forms import WebhookConfigForm
-from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
+from apps.webhooks.models import EVENT_TYPES, RUN_EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
 from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
 
@@ -60,7 +60,8 @@ def _page(
         form = WebhookConfigForm(
             initial={
                 "url": webhook.url if webhook else "",
-                "events": webhook.events if webhook else list(EVENT_TYPES),
+                # A new webhook starts with the run events; usage alerts are opt-in.
+                "events": webhook.events if webhook else list(RUN_EVENT_TYPES),
                 "enabled": webhook.enabled if webhook else False,
             }
         )

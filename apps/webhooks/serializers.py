@@ -61,7 +61,9 @@ class WebhookDeliveryOut(serializers.Serializer):
         help_text="Also sent as the `webhook-id` header: de-duplicate on it."
     )
     agent_id = serializers.CharField()
-    run_id = serializers.CharField()
+    run_id = serializers.CharField(
+        allow_null=True, help_text="The run of a `run.*` event; null for `usage.threshold_reached`."
+    )
     event_type = serializers.ChoiceField(choices=EVENT_TYPES)
     is_test = serializers.BooleanField()
     status = serializers.ChoiceField(choices=DeliveryStatus.values, help_text=DELIVERY_STATUS_HELP)
@@ -100,7 +102,9 @@ class WebhookUpdateIn(StrictSerializer):
         help_text="A public http(s) URL; a bare host name becomes https. Empty or null clears it.",
     )
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_TYPES), required=False, max_length=3
+        child=serializers.ChoiceField(choices=EVENT_TYPES),
+        required=False,
+        max_length=len(EVENT_TYPES),
     )
     enabled = StrictBooleanField(required=False, help_text="Enabling needs a URL.")
     paused = StrictBooleanField(

@@ -43,6 +43,8 @@ from apps.common.netguard import BlockedURL, check_url
 from apps.common.time import iso
 from apps.webhooks.models import (
     EVENT_TYPES,
+    RUN_EVENT_TYPES,
+    USAGE_THRESHOLD_EVENT,
     AttemptStatus,
     ClaimKind,
     DeliveryStatus,
@@ -100,7 +102,7 @@ def _webhook_for_update(agent) -> tuple[Webhook, bool]:
             # A webhook first made by revealing or rotating its secret is disabled, has no URL
             # and subscribes to every event: never "active" while delivering nothing.
             _, created = Webhook.objects.get_or_create(
-                agent=agent, defaults={"secret": secret_generate(), "events": list(EVENT_TYPES)}
+                agent=agent, defaults={"secret": secret_generate(), "events": list(RUN_EVENT_TYPES)}
             )
     except IntegrityError:  # created concurrently by another request
         created = False
@@ -262,6 +264,55 @@ def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
     if not held:
         transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
     return delivery
+
+
+def delivery_record_for_usage_threshold(
+    *, workspace_id: str, data: dict, at: datetime
+) -> list[WebhookDelivery]:
+    """Called (by apps.usage) inside the transaction that recorded a workspace's credits
+    reaching a threshold: one `usage.threshold_reached` delivery, with `run_id` null, for each
+    active Agent of the workspace whose webhook is enabled and subscribed. Usage records each
+    threshold once per month, so no unique key is needed here."""
+    webhooks = Webhook.objects.filter(
+        agent__workspace_id=workspace_id,
+        agent__status="active",
+        enabled=True,
+        url__isnull=False,
+    ).order_by("agent_id")
+    deliveries = []
+    for webhook in webhooks:
+        if USAGE_THRESHOLD_EVENT not in webhook.events:
+            continue
+        held = webhook.paused_at is not None
+        delivery = WebhookDelivery.objects.create(
+            webhook=webhook,
+            agent_id=webhook.agent_id,
+            run_id=None,
+            event_type=USAGE_THRESHOLD_EVENT,
+            is_test=False,
+            body=event_body(event_type=USAGE_THRESHOLD_EVENT, at=at, data=data),
+            status=DeliveryStatus.PAUSED if held else DeliveryStatus.PENDING,
+            next_attempt_at=None if held else at,
+            created_at=at,
+            updated_at=at,
+        )
+        if not held:
+            transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
+        deliveries.append(delivery)
+    return deliveries
+
+
+def _sample_usage_threshold(*, agent, now: datetime) -> dict:
+    """A test send's `usage.threshold_reached` data: the shape apps.usage sends."""
+    return {
+        "object": "usage_threshold",
+        "workspace_id": agent.workspace_id,
+        "month": now.strftime("%Y-%m"),
+        "threshold_percent": 80,
+        "monthly_credit_limit": 1000.0,
+        "credits_used": 812.5,
+        "percent_used": 81.25,
+    }
 
 
 def _enqueue_deliver(delivery_id: str) -> None:
@@ -657,12 +708,16 @@ def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelive
     if event_type is None:
         event_type = webhook.events[0] if webhook.events else EVENT_TYPES[0]
     now = timezone.now()
-    data = _sample_run(agent=agent, status=event_type.removeprefix("run."), now=now)
+    if event_type == USAGE_THRESHOLD_EVENT:
+        data, run_id = _sample_usage_threshold(agent=agent, now=now), None
+    else:
+        data = _sample_run(agent=agent, status=event_type.removeprefix("run."), now=now)
+        run_id = data["id"]
     with transaction.atomic():
         delivery = WebhookDelivery.objects.create(
             webhook=webhook,
             agent=agent,
-            run_id=data["id"],
+            run_id=run_id,
             event_type=event_type,
             is_test=True,
             body=event_body(event_type=event_type, at=now, data=data),

@@ -46,6 +46,7 @@ NAVIGATION = (
     ("Conversations", "activity:conversation_list", "conversations", False),
     ("Users", "activity:user_list", "users", False),
     ("Runs", "activity:run_list", "runs", False),
+    ("Usage", "usage:usage_overview", "usage", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
     ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
     ("API keys", "workspaces:api_key_list", "api_keys", False),

@@ -8,7 +8,21 @@ from apps.common.ids import id_factory
 class Workspace(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=id_factory("ws"), editable=False)
     name = models.CharField(max_length=120)
+    # Credits the workspace means to spend per UTC month; null = no limit. Set by an owner on
+    # the Usage page; crossing 80 % and 100 % is announced once per month (apps.usage).
+    monthly_credit_limit = models.DecimalField(
+        max_digits=20, decimal_places=2, null=True, blank=True
+    )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(monthly_credit_limit__isnull=True)
+                | models.Q(monthly_credit_limit__gt=0),
+                name="workspace_credit_limit_positive",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand
 
 from apps.activity.demo import activity_seed_demo
 from apps.knowledge.demo import knowledge_seed_demo
+from apps.usage.services import rollup_rebuild
 from apps.webhooks.demo import webhook_seed_demo
 from apps.workspaces.services import demo_seed
 
@@ -19,6 +20,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         demo = demo_seed(email=DEMO_EMAIL, password=DEMO_PASSWORD)
         seeded = activity_seed_demo(agent=demo["agent"])
+        # The demo's runs are bulk-inserted, not recorded one by one: count them in the rollup.
+        rollup_rebuild(agent_ids=[demo["agent"].pk])
         articles = knowledge_seed_demo(agent=demo["agent"])
         webhook = webhook_seed_demo(agent=demo["agent"])
         result = {

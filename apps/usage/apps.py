@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class UsageConfig(AppConfig):
+    name = "apps.usage"
+    label = "usage"
+
+    def ready(self) -> None:
+        # Usage listens to activity (never the other way): every recorded run moves the rollup.
+        from apps.activity.events import on_run_recorded
+        from apps.usage.services import rollup_on_run_recorded
+
+        on_run_recorded(rollup_on_run_recorded)

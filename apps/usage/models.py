@@ -1,0 +1,100 @@
+"""The daily usage rollup, its latency histogram and the credit thresholds already announced.
+
+`GET /v1/usage` and the Usage page read these tables, never the runs: one row per Agent and UTC
+day (the day of a run's `created_at`) holds the sums over that day's runs, and one row per
+Agent, day and latency bucket holds how many of those runs took that long. The recording
+service keeps both equal to the sums over the runs by applying each recorded change as a
+difference (`apps.usage.services`); `manage.py usage_rebuild` recomputes them from the runs.
+"""
+
+from django.db import models
+
+
+class DailyUsage(models.Model):
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    # Denormalised from the Agent (which never changes workspace) so a workspace's usage is one
+    # index range, without a join.
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    day = models.DateField()
+    runs = models.BigIntegerField(default=0)
+    completed_runs = models.BigIntegerField(default=0)
+    failed_runs = models.BigIntegerField(default=0)
+    aborted_runs = models.BigIntegerField(default=0)
+    streaming_runs = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    # Exact decimal sums: float deltas added and subtracted would drift from the runs' total.
+    credits_charged = models.DecimalField(max_digits=30, decimal_places=9, default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target: one row per Agent and day.
+            models.UniqueConstraint(fields=["agent", "day"], name="usage_daily_agent_day"),
+        ]
+        indexes = [
+            # GET /v1/usage and the Usage page: a workspace's rows in a date range, and the
+            # month's credits that thresholds compare with the limit.
+            models.Index(fields=["workspace", "day"], name="usage_daily_workspace_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} {self.day}"
+
+
+class DailyLatency(models.Model):
+    """How many of an Agent's runs of one day had a turn latency in one histogram bucket."""
+
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    day = models.DateField()
+    bucket = models.PositiveSmallIntegerField()  # apps.usage.latency.bucket_of
+    runs = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target.
+            models.UniqueConstraint(
+                fields=["agent", "day", "bucket"], name="usage_latency_agent_day_bucket"
+            ),
+        ]
+        indexes = [
+            # GET /v1/usage: a workspace's histogram rows in a date range, read from the index
+            # alone (an index-only scan: every column the query needs is in it).
+            models.Index(
+                fields=["workspace", "day", "agent", "bucket", "runs"],
+                name="usage_latency_workspace_day",
+            ),
+        ]
+
+
+class ThresholdReached(models.Model):
+    """A credit threshold (80 or 100 % of the limit) announced for a workspace and month.
+
+    The unique constraint makes the announcement happen once, whoever records concurrently.
+    """
+
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    month = models.DateField()  # the first day of the UTC month
+    percent = models.PositiveSmallIntegerField()
+    credit_limit = models.DecimalField(max_digits=20, decimal_places=2)
+    credits_used = models.DecimalField(max_digits=30, decimal_places=9)
+    reached_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "month", "percent"], name="usage_threshold_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workspace_id} {self.month:%Y-%m} {self.percent}%"

@@ -1,0 +1,288 @@
+"""Reads of usage: a workspace's (or one Agent's) figures over a period, from the rollup only.
+
+One query for the daily rows, one that turns their latency histograms into percentiles in the
+database, one for the Agents' names, one for the limit and one for this month's credits: the
+cost depends on the number of days and Agents in the period, never on the number of runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+from django.db.models import OuterRef, Q, Subquery, Sum
+from django.utils import timezone
+
+from apps.common.errors import BadRequest, NotFound
+from apps.usage.latency import percentiles
+from apps.usage.models import DailyUsage
+from apps.usage.services import (
+    COUNTER_FIELDS,
+    month_start,
+    next_month,
+    utc_day,
+)
+from apps.workspaces.models import Agent, Workspace
+
+GRANULARITIES = ("day", "week")
+MAX_PERIOD_DAYS = 366
+EARLIEST_DAY = date(1970, 1, 1)
+LATEST_DAY = date(9998, 12, 31)
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True)
+class Period:
+    start: date  # first day, included
+    end: date  # last day, included
+    granularity: str = "day"
+
+    @property
+    def days(self) -> list[date]:
+        return [self.start + timedelta(days=i) for i in range((self.end - self.start).days + 1)]
+
+    def buckets(self) -> list[tuple[date, date]]:
+        """(first, last) day of each series entry: days, or ISO weeks (Monday to Sunday) cut
+        to the period."""
+        if self.granularity == "day":
+            return [(day, day) for day in self.days]
+        result = []
+        first = self.start
+        while first <= self.end:
+            last = min(first + timedelta(days=6 - first.weekday()), self.end)
+            result.append((first, last))
+            first = last + timedelta(days=1)
+        return result
+
+
+def _day(name: str, raw: str) -> date:
+    if not _DAY.fullmatch(raw):
+        raise BadRequest(f"{name}: Must be a date written YYYY-MM-DD; got {raw[:40]!r}.")
+    try:
+        value = date.fromisoformat(raw)
+    except ValueError:
+        raise BadRequest(f"{name}: {raw!r} is not a calendar date.") from None
+    if not EARLIEST_DAY <= value <= LATEST_DAY:
+        raise BadRequest(f"{name}: Must be between 1970-01-01 and 9998-12-31.")
+    return value
+
+
+def period_parse(params: Mapping[str, str], *, today: date | None = None) -> Period:
+    """The period of `from`/`to` (UTC dates, both included) and `granularity`.
+
+    Neither date: the current month up to today. Only `from`: up to today. Only `to`: from the
+    first day of its month. At most 366 days.
+    """
+    today = today or utc_day(timezone.now())
+    raw_from, raw_to = params.get("from") or None, params.get("to") or None
+    end = _day("to", raw_to) if raw_to else today
+    start = _day("from", raw_from) if raw_from else month_start(end)
+    if start > end:
+        raise BadRequest(f"from: {start} is after to ({end}); from must not be after to.")
+    if (end - start).days + 1 > MAX_PERIOD_DAYS:
+        raise BadRequest(f"to: A period covers at most {MAX_PERIOD_DAYS} days.")
+    granularity = params.get("granularity") or "day"
+    if granularity not in GRANULARITIES:
+        raise BadRequest(f"granularity: Must be one of day, week; got {granularity[:40]!r}.")
+    return Period(start=start, end=end, granularity=granularity)
+
+
+def usage_agent_get(*, workspace: Workspace, agent_id: str) -> Agent:
+    """An Agent of the workspace (active or archived: archived Agents' usage still counts)."""
+    agent = None
+    if agent_id and len(agent_id) <= 64 and "\x00" not in agent_id:
+        agent = Agent.objects.filter(workspace=workspace, pk=agent_id).first()
+    if agent is None:
+        raise NotFound(f"No Agent {agent_id[:64]!r} in this workspace.")
+    return agent
+
+
+@dataclass
+class Figures:
+    """Sums over some runs, and their turn latency p50/p95 (None without latencies)."""
+
+    counters: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(COUNTER_FIELDS, 0))
+    p50: float | None = None
+    p95: float | None = None
+
+    def add_counters(self, values: Mapping[str, Any]) -> None:
+        for name in COUNTER_FIELDS:
+            self.counters[name] += values[name]
+
+    @property
+    def credits(self) -> Decimal:
+        return Decimal(self.counters["credits_charged"])
+
+    def latency(self) -> tuple[float | None, float | None]:
+        return self.p50, self.p95
+
+
+@dataclass
+class Usage:
+    workspace: Workspace
+    agent: Agent | None
+    period: Period
+    totals: Figures
+    agents: list[tuple[Agent, Figures]]
+    series: list[tuple[date, date, Figures]]
+    month: date
+    month_credits: Decimal
+    credit_limit: Decimal | None
+    # Per day of the period (the console's chart) and per Agent and day (the CSV export).
+    daily: dict[date, Figures]
+    per_agent_day: dict[tuple[str, date], Figures]
+
+
+# Each group's histogram summed in the database (a few rows per group and bucket travel, not
+# one per Agent, day and bucket); percentiles are then read off in Python by the reference rule
+# of apps.usage.latency. The CTE is scanned once (PostgreSQL materialises a CTE used twice).
+_HISTOGRAMS_SQL = """
+WITH scoped AS (
+    SELECT agent_id, day, bucket, runs FROM usage_dailylatency
+    WHERE workspace_id = %s AND day >= %s AND day <= %s {agent_filter}
+)
+{groupings}
+"""
+_WEEK_START = {
+    "postgresql": "day - (extract(isodow FROM day)::int - 1)",
+    "sqlite": "date(day, '-' || ((CAST(strftime('%%w', day) AS integer) + 6) %% 7) || ' days')",
+}
+
+
+def _as_date(value) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def _latency_percentiles(
+    *, workspace: Workspace, period: Period, agent: Agent | None, per_agent_day: bool
+) -> dict[tuple[str, str, date | None], tuple[float | None, float | None]]:
+    """{(grouping, agent_id or "", day or week start or None): (p50, p95)} for the groupings
+    `total`, `agent`, `series` (per day or ISO week) and, when asked, `agent_day`."""
+    no_day = "CAST(NULL AS date)"
+    series_key = "day" if period.granularity == "day" else _WEEK_START[connection.vendor]
+    # (name, agent key, day key, GROUP BY): constants cannot be grouped by, so each says its own.
+    groupings = [
+        ("total", "''", no_day, "bucket"),
+        ("agent", "agent_id", no_day, "agent_id, bucket"),
+        ("series", "''", series_key, f"{series_key}, bucket"),
+    ]
+    if per_agent_day:
+        groupings.append(("agent_day", "agent_id", "day", "agent_id, day, bucket"))
+    sql = _HISTOGRAMS_SQL.format(
+        agent_filter="AND agent_id = %s" if agent is not None else "",
+        groupings=" UNION ALL ".join(
+            # Every fragment is one of the constants above, never input.
+            f"SELECT '{name}', {agent_key}, {day_key}, bucket, sum(runs) "  # noqa: S608
+            f"FROM scoped GROUP BY {group_by}"
+            for name, agent_key, day_key, group_by in groupings
+        ),
+    )
+    params: list[Any] = [workspace.pk, period.start, period.end]
+    if agent is not None:
+        params.append(agent.pk)
+    histograms: dict[tuple[str, str, date | None], dict[int, int]] = defaultdict(dict)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for grouping, agent_key, day_key, bucket, runs in cursor.fetchall():
+            histograms[(grouping, agent_key, _as_date(day_key))][bucket] = int(runs)
+    result: dict[tuple[str, str, date | None], tuple[float | None, float | None]] = {}
+    for key, histogram in histograms.items():
+        p50, p95 = percentiles(histogram, (50, 95))
+        result[key] = (p50, p95)
+    return result
+
+
+def usage_get(
+    *,
+    workspace: Workspace,
+    period: Period,
+    agent: Agent | None = None,
+    per_agent_day: bool = False,
+) -> Usage:
+    """The figures of `workspace` (or only `agent`) over `period`; `per_agent_day` also gives
+    each Agent's latency per day (the CSV export)."""
+    scope = Q(workspace=workspace, day__gte=period.start, day__lte=period.end)
+    if agent is not None:
+        scope &= Q(agent=agent)
+    totals = Figures()
+    by_agent: dict[str, Figures] = defaultdict(Figures)
+    by_day: dict[date, Figures] = defaultdict(Figures)
+    by_agent_day: dict[tuple[str, date], Figures] = {}
+    for row in DailyUsage.objects.filter(scope).values("agent_id", "day", *COUNTER_FIELDS):
+        figures = Figures()
+        figures.add_counters(row)
+        by_agent_day[(row["agent_id"], row["day"])] = figures
+        for target in (totals, by_agent[row["agent_id"]], by_day[row["day"]]):
+            target.add_counters(row)
+
+    latency = _latency_percentiles(
+        workspace=workspace, period=period, agent=agent, per_agent_day=per_agent_day
+    )
+    totals.p50, totals.p95 = latency.get(("total", "", None), (None, None))
+    for agent_id, figures in by_agent.items():
+        figures.p50, figures.p95 = latency.get(("agent", agent_id, None), (None, None))
+    for (agent_id, day), figures in by_agent_day.items():
+        figures.p50, figures.p95 = latency.get(("agent_day", agent_id, day), (None, None))
+
+    series = []
+    for first, last in period.buckets():
+        entry = Figures()
+        day = first
+        while day <= last:
+            if day in by_day:
+                entry.add_counters(by_day[day].counters)
+            day += timedelta(days=1)
+        # A week's key is its Monday, which may fall before the period's first day.
+        key = first if period.granularity == "day" else first - timedelta(days=first.weekday())
+        entry.p50, entry.p95 = latency.get(("series", "", key), (None, None))
+        series.append((first, last, entry))
+
+    if agent is not None:
+        agents = [(agent, by_agent.get(agent.pk) or Figures())]
+    else:
+        # Every active Agent (zeros included), and archived ones that used something.
+        candidates = Agent.objects.filter(workspace=workspace).filter(
+            Q(status=Agent.Status.ACTIVE) | Q(pk__in=list(by_agent))
+        )
+        agents = [(candidate, by_agent.get(candidate.pk) or Figures()) for candidate in candidates]
+        agents.sort(key=lambda pair: (-pair[1].credits, -pair[1].counters["runs"], pair[0].pk))
+
+    month = month_start(utc_day(timezone.now()))
+    # One query for the limit (read fresh: the API key's cached copy of the workspace may
+    # predate a change) and this month's credits.
+    this_month = (
+        DailyUsage.objects.filter(
+            workspace=OuterRef("pk"), day__gte=month, day__lt=next_month(month)
+        )
+        .values("workspace")
+        .annotate(total=Sum("credits_charged"))
+        .values("total")
+    )
+    credit_limit, month_credits = (
+        Workspace.objects.filter(pk=workspace.pk)
+        .annotate(month_credits=Subquery(this_month))
+        .values_list("monthly_credit_limit", "month_credits")
+        .get()
+    )
+    month_credits = month_credits or Decimal(0)
+    return Usage(
+        workspace=workspace,
+        agent=agent,
+        period=period,
+        totals=totals,
+        agents=agents,
+        series=series,
+        month=month,
+        month_credits=month_credits,
+        credit_limit=credit_limit,
+        daily=dict(by_day),
+        per_agent_day=by_agent_day,
+    )

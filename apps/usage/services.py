@@ -1,0 +1,373 @@
+"""Every write to usage: the rollup kept by recorded runs, its rebuild, the credit limit and
+the threshold announcements.
+
+The rollup is kept equal to the sums over the runs by applying differences: a recorded run
+contributes its counters (and its latency bucket) to the row of its Agent and UTC day; when a
+run changes, its previous contribution is taken away and the new one added, on whichever days
+they fall. Each difference is one `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x`,
+so concurrent recordings serialise on the row and never lose an increment. All of it runs
+inside the recording transaction: it commits or rolls back with the run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from apps.activity.events import RunRecorded
+from apps.activity.models import Run, RunStatus
+from apps.common.errors import BadRequest
+from apps.usage.latency import BOUNDARIES, bucket_of
+from apps.usage.models import DailyLatency, DailyUsage, ThresholdReached
+from apps.workspaces.models import Agent, Workspace
+from apps.workspaces.selectors import is_workspace_owner
+
+THRESHOLDS = (80, 100)
+CREDIT_PLACES = Decimal("0.000000001")
+MAX_CREDIT_LIMIT = Decimal("999999999999999999.99")
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+STATUS_FIELDS = {status.value: f"{status.value}_runs" for status in RunStatus}
+COUNTER_FIELDS = ("runs", *STATUS_FIELDS.values(), *TOKEN_FIELDS, "credits_charged")
+
+
+def credits_decimal(value: float | None) -> Decimal:
+    """A run's float credits as the rollup counts them: 15 significant digits (what a float
+    holds, and what PostgreSQL's float-to-numeric cast keeps), then 9 decimals."""
+    if value is None:
+        return Decimal(0)
+    return Decimal(format(value, ".15g")).quantize(CREDIT_PLACES, rounding=ROUND_HALF_UP)
+
+
+def utc_day(moment: datetime) -> date:
+    return moment.astimezone(UTC).date()
+
+
+def month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def next_month(day: date) -> date:
+    return (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+# --- keeping the rollup as runs are recorded ----------------------------------------------------
+
+
+def _contribution(values: Mapping[str, Any]) -> tuple[date, dict[str, Any], int | None]:
+    """(day, counters, latency bucket) one run adds to the rollup, from its field values."""
+    counters: dict[str, Any] = {"runs": 1, STATUS_FIELDS[values["status"]]: 1}
+    for name in TOKEN_FIELDS:
+        counters[name] = values[name] or 0
+    counters["credits_charged"] = credits_decimal(values["credits_charged"])
+    latency = values["total_turn_latency_ms"]
+    return (
+        utc_day(values["created_at"]),
+        counters,
+        None if latency is None else bucket_of(latency),
+    )
+
+
+def _run_values(run: Run) -> dict[str, Any]:
+    names = ("status", "created_at", "credits_charged", "total_turn_latency_ms", *TOKEN_FIELDS)
+    return {name: getattr(run, name) for name in names}
+
+
+def rollup_on_run_recorded(event: RunRecorded) -> None:
+    """The listener activity announces recorded runs to (registered in UsageConfig)."""
+    run = event.run
+    days: dict[date, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    buckets: dict[tuple[date, int], int] = defaultdict(int)
+    changes = [(1, _contribution(_run_values(run)))]
+    if event.previous is not None:
+        changes.append((-1, _contribution(event.previous)))
+    for sign, (day, counters, bucket) in changes:
+        for name, value in counters.items():
+            days[day][name] += sign * value
+        if bucket is not None:
+            buckets[(day, bucket)] += sign
+    if Run.agent.is_cached(run):  # type: ignore[attr-defined]
+        workspace_id = run.agent.workspace_id
+    else:
+        workspace_id = Agent.objects.values_list("workspace_id", flat=True).get(pk=run.agent_id)
+    rollup_apply(
+        agent_id=run.agent_id, workspace_id=workspace_id, days=days, latency_buckets=buckets
+    )
+    today = utc_day(timezone.now())
+    if any(
+        counters["credits_charged"] and month_start(day) == month_start(today)
+        for day, counters in days.items()
+    ):
+        thresholds_check(workspace_id=workspace_id)
+
+
+def _upsert_sql(table: str, keys: tuple[str, ...], counters: tuple[str, ...]) -> str:
+    # Table and column names are the constants below, never input.
+    columns = (*keys, *counters)
+    placeholders = ", ".join(["%s"] * len(columns))
+    conflict = ", ".join(key for key in keys if key != "workspace_id")
+    additions = ", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in counters)
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders}) "  # noqa: S608
+        f"ON CONFLICT ({conflict}) DO UPDATE SET {additions}"
+    )
+
+
+_DAILY_SQL = _upsert_sql("usage_dailyusage", ("agent_id", "workspace_id", "day"), COUNTER_FIELDS)
+_LATENCY_SQL = _upsert_sql(
+    "usage_dailylatency", ("agent_id", "workspace_id", "day", "bucket"), ("runs",)
+)
+
+
+def rollup_apply(
+    *,
+    agent_id: str,
+    workspace_id: str,
+    days: Mapping[date, Mapping[str, Any]],
+    latency_buckets: Mapping[tuple[date, int], int],
+) -> None:
+    """Add differences to an Agent's rows; rows left with no runs are removed (as a rebuild
+    would never create them). Rows are touched in key order, so two recordings that touch the
+    same rows lock them in the same order."""
+    with connection.cursor() as cursor:
+        for day in sorted(days):
+            counters = days[day]
+            if not any(counters.get(name) for name in COUNTER_FIELDS):
+                continue
+            cursor.execute(
+                _DAILY_SQL,
+                [agent_id, workspace_id, day, *(counters.get(name, 0) for name in COUNTER_FIELDS)],
+            )
+            if counters.get("runs", 0) < 0:
+                DailyUsage.objects.filter(agent_id=agent_id, day=day, runs=0).delete()
+        for (day, bucket), runs in sorted(latency_buckets.items()):
+            if not runs:
+                continue
+            cursor.execute(_LATENCY_SQL, [agent_id, workspace_id, day, bucket, runs])
+            if runs < 0:
+                DailyLatency.objects.filter(
+                    agent_id=agent_id, day=day, bucket=bucket, runs=0
+                ).delete()
+
+
+# --- rebuilding it from the runs --------------------------------------------------------------
+
+
+_REBUILD_DAILY_SQL = """
+INSERT INTO usage_dailyusage (agent_id, workspace_id, day, runs, {status_columns},
+    input_tokens, output_tokens, total_tokens, cache_read_tokens, cache_write_tokens,
+    credits_charged)
+SELECT run.agent_id, agent.workspace_id, (run.created_at AT TIME ZONE 'UTC')::date, count(*),
+    {status_counts},
+    coalesce(sum(run.input_tokens), 0), coalesce(sum(run.output_tokens), 0),
+    coalesce(sum(run.total_tokens), 0), coalesce(sum(run.cache_read_tokens), 0),
+    coalesce(sum(run.cache_write_tokens), 0),
+    coalesce(sum(round(run.credits_charged::numeric, 9)), 0)
+FROM activity_run run JOIN workspaces_agent agent ON agent.id = run.agent_id
+WHERE {where}
+GROUP BY 1, 2, 3
+"""
+
+_REBUILD_LATENCY_SQL = """
+INSERT INTO usage_dailylatency (agent_id, workspace_id, day, bucket, runs)
+SELECT run.agent_id, agent.workspace_id, (run.created_at AT TIME ZONE 'UTC')::date,
+    width_bucket(run.total_turn_latency_ms, %s::float8[]), count(*)
+FROM activity_run run JOIN workspaces_agent agent ON agent.id = run.agent_id
+WHERE run.total_turn_latency_ms IS NOT NULL AND {where}
+GROUP BY 1, 2, 3, 4
+"""
+
+
+def rollup_rebuild(*, agent_ids: list[str] | None = None) -> int:
+    """Recompute the rollup from the runs (all Agents, or these); returns the runs counted.
+
+    For data recorded before the rollup existed, runs written around the recording service,
+    and as the oracle of the tests. Takes the rows' locks for its transaction, so recordings
+    of those Agents wait for it rather than interleave.
+    """
+    with transaction.atomic():
+        daily = DailyUsage.objects.all()
+        latency = DailyLatency.objects.all()
+        if agent_ids is not None:
+            daily = daily.filter(agent_id__in=agent_ids)
+            latency = latency.filter(agent_id__in=agent_ids)
+        daily.delete()
+        latency.delete()
+        if connection.vendor == "postgresql":
+            _rebuild_in_sql(agent_ids)
+        else:
+            _rebuild_in_python(agent_ids)
+        runs = DailyUsage.objects.all()
+        if agent_ids is not None:
+            runs = runs.filter(agent_id__in=agent_ids)
+        return runs.aggregate(n=Sum("runs"))["n"] or 0
+
+
+def _rebuild_in_sql(agent_ids: list[str] | None) -> None:
+    where, params = (
+        ("run.agent_id = ANY(%s)", [agent_ids]) if agent_ids is not None else ("TRUE", [])
+    )
+    status_columns = ", ".join(STATUS_FIELDS.values())
+    status_counts = ", ".join(
+        f"count(*) FILTER (WHERE run.status = '{status}')" for status in STATUS_FIELDS
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _REBUILD_DAILY_SQL.format(
+                status_columns=status_columns, status_counts=status_counts, where=where
+            ),
+            params,
+        )
+        cursor.execute(_REBUILD_LATENCY_SQL.format(where=where), [list(BOUNDARIES), *params])
+
+
+def _rebuild_in_python(agent_ids: list[str] | None) -> None:
+    """The same sums computed row by row (the SQLite embedded default; also checked against
+    the SQL rebuild by the tests)."""
+    workspaces = dict(Agent.objects.values_list("pk", "workspace_id"))
+    runs = Run.objects.all()
+    if agent_ids is not None:
+        runs = runs.filter(agent_id__in=agent_ids)
+    daily: dict[tuple[str, date], dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    latency: dict[tuple[str, date, int], int] = defaultdict(int)
+    fields = ("agent_id", "status", "created_at", "credits_charged", "total_turn_latency_ms")
+    for values in runs.values(*fields, *TOKEN_FIELDS).iterator(chunk_size=5000):
+        day, counters, bucket = _contribution(values)
+        row = daily[(values["agent_id"], day)]
+        for name, value in counters.items():
+            row[name] += value
+        if bucket is not None:
+            latency[(values["agent_id"], day, bucket)] += 1
+    DailyUsage.objects.bulk_create(
+        [
+            DailyUsage(
+                agent_id=agent_id, workspace_id=workspaces[agent_id], day=day, **dict(counters)
+            )
+            for (agent_id, day), counters in daily.items()
+        ],
+        batch_size=1000,
+    )
+    DailyLatency.objects.bulk_create(
+        [
+            DailyLatency(
+                agent_id=agent_id, workspace_id=workspaces[agent_id], day=day, bucket=b, runs=n
+            )
+            for (agent_id, day, b), n in latency.items()
+        ],
+        batch_size=1000,
+    )
+
+
+# --- the monthly credit limit and its thresholds ----------------------------------------------
+
+
+def month_credits(*, workspace_id: str, month: date) -> Decimal:
+    total = DailyUsage.objects.filter(
+        workspace_id=workspace_id, day__gte=month, day__lt=next_month(month)
+    ).aggregate(total=Sum("credits_charged"))["total"]
+    return total or Decimal(0)
+
+
+def thresholds_check(*, workspace_id: str) -> list[ThresholdReached]:
+    """Announce the current month's thresholds that are reached and not yet announced.
+
+    Checked on every credit change of the month (not only when one run crosses the line), so a
+    threshold two concurrent recordings crossed together is announced by the next one at the
+    latest. Each is announced once: the unique row decides who does it.
+    """
+    from apps.usage.rendering import threshold_to_dict
+    from apps.webhooks.services import delivery_record_for_usage_threshold
+
+    limit = (
+        Workspace.objects.filter(pk=workspace_id)
+        .values_list("monthly_credit_limit", flat=True)
+        .first()
+    )
+    if limit is None:
+        return []
+    now = timezone.now()
+    month = month_start(utc_day(now))
+    used = month_credits(workspace_id=workspace_id, month=month)
+    due = [percent for percent in THRESHOLDS if used * 100 >= limit * percent]
+    if not due:
+        return []
+    done = set(
+        ThresholdReached.objects.filter(
+            workspace_id=workspace_id, month=month, percent__in=due
+        ).values_list("percent", flat=True)
+    )
+    announced = []
+    for percent in due:
+        if percent in done:
+            continue
+        try:
+            with transaction.atomic():  # a savepoint: losing the race must not undo the run
+                reached = ThresholdReached.objects.create(
+                    workspace_id=workspace_id,
+                    month=month,
+                    percent=percent,
+                    credit_limit=limit,
+                    credits_used=used,
+                    reached_at=now,
+                )
+        except IntegrityError:  # announced concurrently: the first one stands
+            continue
+        delivery_record_for_usage_threshold(
+            workspace_id=workspace_id, data=threshold_to_dict(reached), at=now
+        )
+        announced.append(reached)
+    return announced
+
+
+def credit_limit_parse(raw: str | None) -> Decimal | None:
+    """A limit typed by a person: empty means none; otherwise a positive number, 2 decimals."""
+    text = (raw or "").strip().replace(",", "")
+    if not text:
+        return None
+    try:
+        value = Decimal(text)
+    except ArithmeticError:
+        raise BadRequest("monthly_credit_limit: Enter a number, such as 1000.") from None
+    if not value.is_finite() or value <= 0:
+        raise BadRequest("monthly_credit_limit: Must be more than 0 (leave empty for no limit).")
+    if value > MAX_CREDIT_LIMIT:
+        raise BadRequest("monthly_credit_limit: That is more than the largest limit allowed.")
+    return value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+def credit_limit_set(*, workspace: Workspace, user, limit: Decimal | None) -> Workspace:
+    """Set (or clear, with None) the monthly credit limit; owners only.
+
+    Thresholds of the current month that the new limit no longer reaches are re-armed, and
+    ones it already reaches are announced now (a limit lowered below this month's usage).
+    """
+    if not is_workspace_owner(user_id=user.pk, workspace_id=workspace.pk):
+        raise PermissionDenied("Only a workspace owner can change the credit limit.")
+    if limit is not None and (limit <= 0 or limit > MAX_CREDIT_LIMIT):
+        raise BadRequest("monthly_credit_limit: Must be more than 0.")
+    with transaction.atomic():
+        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        locked.monthly_credit_limit = limit
+        locked.save(update_fields=["monthly_credit_limit"])
+        month = month_start(utc_day(timezone.now()))
+        used = month_credits(workspace_id=workspace.pk, month=month)
+        fired = ThresholdReached.objects.filter(workspace_id=workspace.pk, month=month)
+        for reached in fired:
+            if limit is None or used * 100 < limit * reached.percent:
+                reached.delete()
+        thresholds_check(workspace_id=workspace.pk)
+    workspace.monthly_credit_limit = limit
+    return workspace
