@@ -27,3 +27,8 @@ def agent_form_only(routes: list[Route]) -> list[URLPattern]:
     return [
         path(f"agents/<str:agent_id>/{r.route}", r.view, name=f"agent-{r.name}") for r in routes
     ]
+
+
+def plain_form_only(routes: list[Route]) -> list[URLPattern]:
+    """Routes whose path already names its Agent (Agent management) or none (workspaces)."""
+    return [path(r.route, r.view, name=r.name) for r in routes]

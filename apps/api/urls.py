@@ -6,9 +6,10 @@ from rest_framework.permissions import AllowAny
 
 from apps.activity import api_urls as activity
 from apps.api import views
-from apps.api.routing import Route, agent_form_only, both_forms
+from apps.api.routing import Route, agent_form_only, both_forms, plain_form_only
 from apps.knowledge import api_urls as knowledge
 from apps.webhooks import api_urls as webhooks
+from apps.workspaces import api_urls as workspaces
 
 # The document and its viewer are public: they describe the API, they expose no data.
 PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny], "throttle_classes": []}
@@ -24,5 +25,6 @@ urlpatterns = [
     *agent_form_only(
         activity.agent_only_routes + knowledge.agent_only_routes + webhooks.agent_only_routes
     ),
+    *plain_form_only(workspaces.plain_routes),
     re_path(r"^(?P<rest>.*)$", views.unknown_path),
 ]
