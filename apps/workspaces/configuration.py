@@ -98,7 +98,7 @@ def normalize_origin(raw: str) -> str:
             f"allowed_origins: {value!r} has a path, query or fragment; an origin is only "
             "scheme://host[:port]."
         )
-    host = (parts.hostname or "").rstrip(".")
+    host = (parts.hostname or "").removesuffix(".")  # one root dot: "example.com."
     if ":" in host:
         try:
             host_part = f"[{ipaddress.IPv6Address(host).compressed}]"
