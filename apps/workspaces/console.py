@@ -47,6 +47,7 @@ NAVIGATION = (
     ("Runs", "activity:run_list", "runs", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
     ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
+    ("Agents", "workspaces:agent_list", "agents", False),
     ("API keys", "workspaces:api_key_list", "api_keys", False),
 )
 
