@@ -581,3 +581,54 @@ def test_workspaces_role_is_member_or_null(make_api, member, agent):
 
 def test_workspaces_rejects_a_bad_limit(api):
     assert_error(api.get("/v1/workspaces", params={"limit": "0"}), 400, "bad_request")
+
+
+# --- cost ---------------------------------------------------------------------------------
+
+
+def _queries(api, path: str) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert api.get(path).status == 200
+    return len(captured)
+
+
+def test_list_pages_cost_a_constant_number_of_queries(api, agent, workspace, owner):
+    from apps.workspaces.services import actor_for_user, agent_update
+
+    api.get("/v1/agents")  # warm the key cache and last_used_at
+    small = _queries(api, "/v1/agents?limit=100")
+    revisions_small = _queries(api, f"/v1/agents/{agent.pk}/revisions?limit=100")
+    for n in range(15):
+        agent_factory(workspace=workspace, name=f"More {n}")
+        agent_update(
+            workspace_id=workspace.pk,
+            agent_id=agent.pk,
+            changes={"description": f"v{n}"},
+            actor=actor_for_user(owner),
+        )
+    api.get("/v1/agents")  # saving an Agent drops its keys from the cache: warm it again
+
+    assert _queries(api, "/v1/agents?limit=100") == small
+    assert _queries(api, f"/v1/agents/{agent.pk}/revisions?limit=100") == revisions_small
+
+
+def test_every_new_operation_is_a_tagged_extension():
+    from django.test import Client
+
+    document = Client().get("/v1/openapi.json").json()
+    paths = [p for p in document["paths"] if p.startswith(("/v1/agents", "/v1/workspaces"))]
+    ours = [
+        (path, op)
+        for path in paths
+        for method, op in document["paths"][path].items()
+        if method in {"get", "post", "patch"}
+        and op.get("x-required-scope", "").startswith(("agents:", "workspaces:"))
+    ]
+    assert len(ours) == 10
+    for path, op in ours:
+        assert op.get("x-extension") is True, path
+        assert op["tags"] in (["Agents"], ["Workspaces"]), path
+        assert op["summary"] and op["description"], path

@@ -287,3 +287,21 @@ def test_archiving_deletes_nothing(agent, sibling_agent, make_api):
     assert sibling_agent.api_keys.filter(revoked_at__isnull=True).count() == 1
     assert KnowledgeDocument.objects.filter(agent=sibling_agent).count() == 1
     assert AgentRevision.objects.filter(agent=sibling_agent).count() == 1
+
+
+# --- demo ---------------------------------------------------------------------------------
+
+
+def test_demo_agent_has_a_configuration_and_a_short_history():
+    from apps.workspaces.services import demo_seed
+
+    first = demo_seed(email="demo@example.com", password="pw-demo-12345")
+    agent = first["agent"]
+    assert agent.model_id and agent.instructions and agent.allowed_origins
+    history = list(AgentRevision.objects.filter(agent=agent).order_by("number"))
+    assert [r.kind for r in history] == ["created", "updated", "updated"]
+    assert all(r.actor_type == "user" for r in history)
+    assert history[1].changed_fields == ["instructions", "model_id", "effort"]
+
+    demo_seed(email="demo@example.com", password="pw-demo-12345")
+    assert AgentRevision.objects.filter(agent=agent).count() == 3
