@@ -127,6 +127,10 @@ def main() -> None:
         f"{args.agents + 1} Agents, {args.revisions} revisions of one; "
         f"median ms per request ({args.repeats} x {args.requests})"
     )
+    baseline = timed(
+        client, headers, "/v1/connection", requests=args.requests, repeats=args.repeats
+    )
+    print(f"  {'GET /v1/connection (baseline)':34} {baseline:6.2f}")
     for label, path in (
         ("GET /v1/agents", "/v1/agents"),
         ("GET /v1/agents?status=archived", "/v1/agents?status=archived"),
