@@ -5,7 +5,7 @@ import itertools
 from django.contrib.auth import get_user_model
 
 from apps.workspaces.models import Agent, Membership, Workspace
-from apps.workspaces.services import api_key_create
+from apps.workspaces.services import agent_create, api_key_create
 
 _counter = itertools.count(1)
 
@@ -31,9 +31,10 @@ def membership_factory(*, workspace: Workspace, user, role: str = Membership.Rol
     return Membership.objects.create(workspace=workspace, user=user, role=role)
 
 
-def agent_factory(*, workspace: Workspace, name: str | None = None, **extra) -> Agent:
-    return Agent.objects.create(
-        workspace=workspace, name=name or f"Agent {next(_counter)}", **extra
+def agent_factory(*, workspace: Workspace, name: str | None = None, **configuration) -> Agent:
+    """Through the service, so the Agent has its revision 1 like a real one."""
+    return agent_create(
+        workspace=workspace, name=name or f"Agent {next(_counter)}", **configuration
     )
 
 

@@ -105,7 +105,11 @@ class ScopedAutoSchema(AutoSchema):
 
 # The contract names path parameters `agentId` and `deliveryId`; Django's URL kwargs are
 # snake_case. The URLs are the same, only the names in the document change.
-CONTRACT_PATH_PARAMETERS = {"agent_id": "agentId", "delivery_id": "deliveryId"}
+CONTRACT_PATH_PARAMETERS = {
+    "agent_id": "agentId",
+    "delivery_id": "deliveryId",
+    "revision_id": "revisionId",
+}
 
 
 def contract_parameter_names(result: dict, generator, request, public) -> dict:

@@ -29,5 +29,7 @@ def agent_form_only(routes: list[Route]) -> list[URLPattern]:
     ]
 
 
-def short_form_only(routes: list[Route]) -> list[URLPattern]:
+def plain_form_only(routes: list[Route]) -> list[URLPattern]:
+    """Routes served only as `/v1/<path>`: their path already names the Agent (Agent
+    management), none applies (workspaces), or the credential fixes it (browser tokens)."""
     return [path(r.route, r.view, name=r.name) for r in routes]

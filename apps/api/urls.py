@@ -6,7 +6,7 @@ from rest_framework.permissions import AllowAny
 
 from apps.activity import api_urls as activity
 from apps.api import views
-from apps.api.routing import Route, agent_form_only, both_forms, short_form_only
+from apps.api.routing import Route, agent_form_only, both_forms, plain_form_only
 from apps.knowledge import api_urls as knowledge
 from apps.usage import api_urls as usage
 from apps.webhooks import api_urls as webhooks
@@ -30,9 +30,10 @@ urlpatterns = [
         + workspaces.routes
         + usage.routes
     ),
-    *short_form_only(activity.browser_routes),
+    *plain_form_only(activity.browser_routes),
     *agent_form_only(
         activity.agent_only_routes + knowledge.agent_only_routes + webhooks.agent_only_routes
     ),
+    *plain_form_only(workspaces.plain_routes),
     re_path(r"^(?P<rest>.*)$", views.unknown_path),
 ]

@@ -33,6 +33,7 @@ from apps.knowledge.extraction import (
 from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, KnowledgeDocument
 from apps.knowledge.search import index_chunks, unindex_chunks
 from apps.knowledge.services import enqueue_after_commit, next_refresh_time
+from apps.workspaces.models import Agent
 
 logger = logging.getLogger(__name__)
 
@@ -343,6 +344,9 @@ def documents_refresh_due(*, batch_size: int = 100) -> list[str]:
                 next_refresh_at__isnull=False,
                 next_refresh_at__lte=now,
                 refresh_interval_hours__gt=0,
+                # An archived Agent's refreshes wait (still due) until it is restored. A
+                # subquery, not a join, so FOR UPDATE locks no Agent row.
+                agent_id__in=Agent.objects.filter(status=Agent.Status.ACTIVE).values("pk"),
             )
             .exclude(status=Status.PROCESSING)
             .exclude(refresh_status=RefreshStatus.REFRESHING)

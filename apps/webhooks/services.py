@@ -383,6 +383,8 @@ def _due(now: datetime):
         webhook__enabled=True,
         webhook__paused_at__isnull=True,
         webhook__url__isnull=False,
+        # An archived Agent's deliveries wait, still pending and due; restoring it sends them.
+        agent__status="active",
     )
 
 

@@ -1,8 +1,57 @@
-"""Routes of this app under /v1, served in both forms by apps.api.urls."""
+"""Routes of this app under /v1. Integration keys are served in both forms; Agent and workspace
+management only in the plain form: `/v1/agents/{agentId}`
+names the Agent to manage, so an agent-scoped form (`/v1/agents/{agentId}/agents`) would say
+nothing more. They coexist with the other apps' `/v1/agents/{agentId}/<path>` routes because
+none of those paths is `archive`, `restore` or `revisions`."""
 
 from apps.api.routing import Route
-from apps.workspaces.api import ApiKeyViewSet
+from apps.workspaces.api import (
+    AgentManagementViewSet,
+    AgentRevisionViewSet,
+    ApiKeyViewSet,
+    WorkspaceViewSet,
+)
 
+plain_routes: list[Route] = [
+    Route("workspaces", WorkspaceViewSet.as_view({"get": "list"}), "workspace-list"),
+    Route(
+        "agents",
+        AgentManagementViewSet.as_view({"get": "list", "post": "create"}),
+        "agent-list",
+    ),
+    Route(
+        "agents/<str:agent_id>",
+        AgentManagementViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+        "agent-detail",
+    ),
+    Route(
+        "agents/<str:agent_id>/archive",
+        AgentManagementViewSet.as_view({"post": "archive"}),
+        "agent-archive",
+    ),
+    Route(
+        "agents/<str:agent_id>/restore",
+        AgentManagementViewSet.as_view({"post": "restore"}),
+        "agent-restore",
+    ),
+    Route(
+        "agents/<str:agent_id>/revisions",
+        AgentRevisionViewSet.as_view({"get": "list"}),
+        "agent-revision-list",
+    ),
+    Route(
+        "agents/<str:agent_id>/revisions/<str:revision_id>",
+        AgentRevisionViewSet.as_view({"get": "retrieve"}),
+        "agent-revision-detail",
+    ),
+    Route(
+        "agents/<str:agent_id>/revisions/<str:revision_id>/restore",
+        AgentRevisionViewSet.as_view({"post": "restore"}),
+        "agent-revision-restore",
+    ),
+]
+
+# Integration keys: both path forms (the agent-scoped one names the key's own Agent).
 routes: list[Route] = [
     Route("api_keys", ApiKeyViewSet.as_view({"get": "list", "post": "create"}), "api-key-list"),
     Route(

@@ -49,6 +49,7 @@ NAVIGATION = (
     ("Usage", "usage:usage_overview", "usage", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
     ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
+    ("Agents", "workspaces:agent_list", "agents", False),
     ("API keys", "workspaces:api_key_list", "api_keys", False),
 )
 

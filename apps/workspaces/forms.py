@@ -3,6 +3,7 @@ from datetime import UTC, datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
+from apps.workspaces.models import Agent, Effort
 from apps.workspaces.scopes import ALL_SCOPES, CONTRACT_SCOPES
 
 # The console's expiry choices: a lifetime in days, or a date chosen by the person.
@@ -50,3 +51,56 @@ class ApiKeyCreateForm(forms.Form):
             self.add_error("expires_on", "Choose today or a later date.")
             return None
         return expires_at
+
+
+class AgentConfigForm(forms.Form):
+    """The console's Agent configuration form. It only collects; the rules (and their error
+    messages) are apps.workspaces.configuration's, the same the API applies."""
+
+    name = forms.CharField(max_length=120)
+    description = forms.CharField(required=False, max_length=1000, widget=forms.Textarea)
+    instructions = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    model_id = forms.CharField(required=False, max_length=128)
+    effort = forms.ChoiceField(
+        required=False,
+        choices=[("", "Model default"), *((e, e.capitalize()) for e in Effort.values)],
+    )
+    knowledge_search_enabled = forms.BooleanField(required=False)
+    allowed_origins = forms.CharField(required=False, widget=forms.Textarea)
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> "AgentConfigForm":
+        return cls(
+            initial={
+                "name": agent.name,
+                "description": agent.description,
+                "instructions": agent.instructions,
+                "model_id": agent.model_id or "",
+                "effort": agent.effort or "",
+                "knowledge_search_enabled": agent.knowledge_search_enabled,
+                "allowed_origins": "\n".join(agent.allowed_origins),
+            }
+        )
+
+    def configuration(self) -> dict:
+        """The cleaned form as configuration fields: empty model/effort mean the default."""
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "description": data["description"],
+            "instructions": data["instructions"].replace("\r\n", "\n"),
+            "model_id": data["model_id"].strip() or None,
+            "effort": data["effort"] or None,
+            "knowledge_search_enabled": data["knowledge_search_enabled"],
+            "allowed_origins": [
+                line.strip() for line in data["allowed_origins"].splitlines() if line.strip()
+            ],
+        }
+
+    def add_service_error(self, message: str) -> None:
+        """Put a service's `field: message` on its field, anything else on the form."""
+        field, _, text = message.partition(": ")
+        if text and field in self.fields:
+            self.add_error(field, text)
+        else:
+            self.add_error(None, message)

@@ -50,6 +50,14 @@ class Membership(models.Model):
         return self.role == self.Role.OWNER
 
 
+class Effort(models.TextChoices):
+    """How hard the model should think; null on the Agent means the model's own default."""
+
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
 class Agent(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
@@ -59,14 +67,79 @@ class Agent(models.Model):
         primary_key=True, max_length=40, default=id_factory("agt"), editable=False
     )
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    # The configuration (apps.workspaces.configuration.CONFIGURATION_FIELDS): every change
+    # is kept as an AgentRevision, so these columns always equal the latest revision.
     name = models.CharField(max_length=120)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
-    # Origins (scheme://host[:port]) whose pages may call /v1/me with a browser token.
+    description = models.CharField(max_length=1000, blank=True, default="")
+    instructions = models.TextField(blank=True, default="")
+    # null (not ""): "the runtime's / the model's default", as the API shows it.
+    model_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    effort = models.CharField(  # noqa: DJ001
+        max_length=10, choices=Effort.choices, null=True, blank=True
+    )
+    knowledge_search_enabled = models.BooleanField(default=True)
     allowed_origins = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # Number of the latest revision (1 once created through agent_create).
+    revision = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Last change of the configuration or the status.
+    updated_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # GET /v1/agents and the console's Agents page: a workspace's Agents, newest
+            # first (keyset), optionally of one status.
+            models.Index(fields=["workspace", "-created_at", "-id"], name="agent_ws_created"),
+            models.Index(
+                fields=["workspace", "status", "-created_at", "-id"], name="agent_ws_status"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+
+class AgentRevision(models.Model):
+    """One configuration of an Agent, as it was after a change: revision 1 is the creation,
+    every update or restore adds the next number. Nothing here is ever updated or deleted."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created", "Created"
+        UPDATED = "updated", "Updated"
+        RESTORED = "restored", "Restored"
+
+    class ActorType(models.TextChoices):
+        USER = "user", "User"
+        API_KEY = "api_key", "API key"
+        SYSTEM = "system", "System"
+
+    id = models.CharField(
+        primary_key=True, max_length=40, default=id_factory("agtrev"), editable=False
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # The revision this one brought back, for kind=restored.
+    restored_from = models.PositiveIntegerField(null=True, blank=True)
+    # Every configuration field, as the Agent had it after this change.
+    configuration = models.JSONField()
+    changed_fields = models.JSONField(default=list)
+    # Who made the change, kept as it was then: a renamed key or a deleted user still reads.
+    actor_type = models.CharField(max_length=10, choices=ActorType.choices)
+    actor_id = models.CharField(max_length=254, null=True, blank=True)  # noqa: DJ001 - none for the system
+    actor_name = models.CharField(max_length=254)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # Also serves GET /v1/agents/{agentId}/revisions: newest number first (keyset).
+            models.UniqueConstraint(fields=["agent", "number"], name="agent_revision_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} r{self.number}"
 
 
 class ApiKey(models.Model):

@@ -1,7 +1,59 @@
-"""API output of the workspaces app, built by plain functions (see DESIGN: output)."""
+"""Rows to API objects (Agent, Agent revision, Workspace): plain functions, exact field sets."""
 
 from apps.common.time import iso
-from apps.workspaces.models import ApiKey
+from apps.workspaces.configuration import CONFIGURATION_FIELDS
+from apps.workspaces.models import Agent, AgentRevision, ApiKey, Workspace
+
+
+def agent_to_dict(agent: Agent) -> dict:
+    return {
+        "object": "agent",
+        "id": agent.pk,
+        "workspace_id": agent.workspace_id,
+        "name": agent.name,
+        "description": agent.description,
+        "instructions": agent.instructions,
+        "model_id": agent.model_id,
+        "effort": agent.effort,
+        "knowledge_search_enabled": agent.knowledge_search_enabled,
+        "allowed_origins": list(agent.allowed_origins),
+        "status": agent.status,
+        "revision": agent.revision,
+        "created_at": iso(agent.created_at),
+        "updated_at": iso(agent.updated_at),
+        "archived_at": iso(agent.archived_at),
+    }
+
+
+def revision_to_dict(revision: AgentRevision) -> dict:
+    stored = revision.configuration
+    return {
+        "object": "agent_revision",
+        "id": revision.pk,
+        "agent_id": revision.agent_id,
+        "number": revision.number,
+        "kind": revision.kind,
+        "restored_from": revision.restored_from,
+        "changed_fields": list(revision.changed_fields),
+        "configuration": {field: stored.get(field) for field in CONFIGURATION_FIELDS},
+        "actor": {
+            "type": revision.actor_type,
+            "id": revision.actor_id,
+            "name": revision.actor_name,
+        },
+        "created_at": iso(revision.created_at),
+    }
+
+
+def workspace_to_dict(workspace: Workspace) -> dict:
+    """`workspace.role` is annotated by selectors.workspace_list_for_key."""
+    return {
+        "object": "workspace",
+        "id": workspace.pk,
+        "name": workspace.name,
+        "role": getattr(workspace, "role", None),
+        "created_at": iso(workspace.created_at),
+    }
 
 
 def api_key_to_dict(key: ApiKey) -> dict:

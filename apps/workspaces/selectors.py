@@ -1,9 +1,9 @@
-"""Reads for workspaces, Agents and API keys."""
+"""Reads for workspaces, Agents, their revisions and API keys."""
 
-from django.db.models import QuerySet
+from django.db.models import CharField, OuterRef, QuerySet, Subquery, Value
 
-from apps.common.errors import NotFound
-from apps.workspaces.models import Agent, ApiKey, Membership
+from apps.common.errors import BadRequest, NotFound
+from apps.workspaces.models import Agent, AgentRevision, ApiKey, Membership, Workspace
 
 
 def membership_get(*, user, workspace_id: str) -> Membership | None:
@@ -15,6 +15,45 @@ def agent_list_for_user(*, user) -> QuerySet[Agent]:
         Agent.objects.filter(workspace__memberships__user=user, status=Agent.Status.ACTIVE)
         .select_related("workspace")
         .order_by("workspace__name", "name")
+    )
+
+
+def agent_list(*, workspace_id: str, status: str | None = None) -> QuerySet[Agent]:
+    """A workspace's Agents, optionally of one status; the caller orders and pages them."""
+    queryset = Agent.objects.filter(workspace_id=workspace_id)
+    if status:
+        if status not in Agent.Status.values:
+            raise BadRequest(f"status must be one of {', '.join(Agent.Status.values)}.")
+        queryset = queryset.filter(status=status)
+    return queryset
+
+
+def agent_get(*, workspace_id: str, agent_id: str) -> Agent:
+    """An Agent of the workspace, active or archived; any other id is not_found."""
+    agent = Agent.objects.filter(workspace_id=workspace_id, pk=agent_id).first()
+    if agent is None:
+        raise NotFound("No such Agent in this workspace.")
+    return agent
+
+
+def agent_revision_list(*, agent: Agent) -> QuerySet[AgentRevision]:
+    """An Agent's revisions; the caller orders (newest number first) and pages them."""
+    return AgentRevision.objects.filter(agent=agent)
+
+
+def agent_revision_get(*, agent: Agent, revision_id: str) -> AgentRevision:
+    revision = AgentRevision.objects.filter(agent=agent, pk=revision_id).first()
+    if revision is None:
+        raise NotFound("No such revision for this Agent.")
+    return revision
+
+
+def agent_revision_before(*, revision: AgentRevision) -> AgentRevision | None:
+    """The revision `revision` replaced, to show what it changed."""
+    return (
+        AgentRevision.objects.filter(agent_id=revision.agent_id, number__lt=revision.number)
+        .order_by("-number")
+        .first()
     )
 
 
@@ -51,3 +90,13 @@ def agent_allowed_origins(*, agent: Agent) -> frozenset[str]:
     return frozenset(
         origin.strip().rstrip("/").lower() for origin in origins if isinstance(origin, str)
     )
+
+
+def workspace_list_for_key(*, key: ApiKey) -> QuerySet[Workspace]:
+    """A key is granted exactly its own Agent's workspace. Rows carry `role`: its creator's
+    role there now (None when the creator left the workspace or the key has no creator)."""
+    workspaces = Workspace.objects.filter(pk=key.agent.workspace_id)
+    if key.created_by_id is None:
+        return workspaces.annotate(role=Value(None, output_field=CharField()))
+    role = Membership.objects.filter(workspace=OuterRef("pk"), user_id=key.created_by_id)
+    return workspaces.annotate(role=Subquery(role.values("role")[:1]))

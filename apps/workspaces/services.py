@@ -4,6 +4,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -15,7 +16,8 @@ from django.utils import timezone
 
 from apps.common.errors import BadRequest, Conflict, InsufficientScope, NotFound, Unauthorized
 from apps.common.time import iso
-from apps.workspaces.models import Agent, ApiKey, Membership, Workspace
+from apps.workspaces import configuration
+from apps.workspaces.models import Agent, AgentRevision, ApiKey, Membership, Workspace
 from apps.workspaces.scopes import OWNER_SCOPES, parse_scopes
 from apps.workspaces.selectors import is_workspace_owner
 
@@ -39,8 +41,203 @@ def membership_set(*, workspace: Workspace, user, role: str) -> Membership:
     return membership
 
 
-def agent_create(*, workspace: Workspace, name: str) -> Agent:
-    return Agent.objects.create(workspace=workspace, name=name)
+# --- Agents: configuration with revisions, archive and restore ----------------------------
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who changed an Agent, as written into its revision history."""
+
+    type: str
+    id: str | None
+    name: str
+
+
+SYSTEM_ACTOR = Actor(type=AgentRevision.ActorType.SYSTEM, id=None, name="System")
+
+
+def actor_for_user(user) -> Actor:
+    # Users sign in with their email address: it is their stable, readable identity.
+    return Actor(
+        type=AgentRevision.ActorType.USER,
+        id=user.email or user.get_username(),
+        name=user.get_full_name() or user.email or user.get_username(),
+    )
+
+
+def actor_for_key(key: ApiKey) -> Actor:
+    return Actor(type=AgentRevision.ActorType.API_KEY, id=key.pk, name=key.name)
+
+
+def _write_revision(
+    *, agent: Agent, kind: str, changed: list[str], actor: Actor, restored_from: int | None = None
+) -> AgentRevision:
+    return AgentRevision.objects.create(
+        agent=agent,
+        number=agent.revision,
+        kind=kind,
+        restored_from=restored_from,
+        configuration=configuration.snapshot(agent),
+        changed_fields=changed,
+        actor_type=actor.type,
+        actor_id=actor.id,
+        actor_name=actor.name[:254],
+        created_at=agent.updated_at,
+    )
+
+
+def agent_create(
+    *,
+    workspace: Workspace,
+    name: str,
+    description: str = "",
+    instructions: str = "",
+    model_id: str | None = None,
+    effort: str | None = None,
+    knowledge_search_enabled: bool = True,
+    allowed_origins: list[str] | None = None,
+    actor: Actor = SYSTEM_ACTOR,
+) -> Agent:
+    """Create an active Agent and its revision 1."""
+    fields = configuration.clean(
+        {
+            "name": name,
+            "description": description,
+            "instructions": instructions,
+            "model_id": model_id,
+            "effort": effort,
+            "knowledge_search_enabled": knowledge_search_enabled,
+            "allowed_origins": allowed_origins or [],
+        }
+    )
+    now = timezone.now()
+    with transaction.atomic():
+        agent = Agent.objects.create(
+            workspace=workspace, revision=1, created_at=now, updated_at=now, **fields
+        )
+        # The first revision sets every field.
+        _write_revision(
+            agent=agent,
+            kind=AgentRevision.Kind.CREATED,
+            changed=list(configuration.CONFIGURATION_FIELDS),
+            actor=actor,
+        )
+    return agent
+
+
+def _agent_for_update(*, workspace_id: str, agent_id: str) -> Agent:
+    agent = Agent.objects.select_for_update().filter(workspace_id=workspace_id, pk=agent_id).first()
+    if agent is None:
+        raise NotFound("No such Agent in this workspace.")
+    return agent
+
+
+def _apply_configuration(
+    *, agent: Agent, target: dict, kind: str, actor: Actor, restored_from: int | None = None
+) -> Agent:
+    """Move a locked, active Agent to `target` and record the revision; no change, no revision."""
+    if agent.status != Agent.Status.ACTIVE:
+        raise Conflict("The Agent is archived; restore it before changing its configuration.")
+    changed = configuration.changed_fields(configuration.snapshot(agent), target)
+    if not changed:
+        return agent
+    for field in changed:
+        setattr(agent, field, target[field])
+    agent.revision += 1
+    agent.updated_at = timezone.now()
+    agent.save(update_fields=[*changed, "revision", "updated_at"])
+    _write_revision(
+        agent=agent, kind=kind, changed=changed, actor=actor, restored_from=restored_from
+    )
+    return agent
+
+
+def agent_update(*, workspace_id: str, agent_id: str, changes: dict, actor: Actor) -> Agent:
+    """Change some configuration fields; the result becomes the Agent's next revision.
+
+    Sending the values the Agent already has changes nothing and writes no revision.
+    """
+    cleaned = configuration.clean(changes)
+    with transaction.atomic():
+        agent = _agent_for_update(workspace_id=workspace_id, agent_id=agent_id)
+        target = {**configuration.snapshot(agent), **cleaned}
+        return _apply_configuration(
+            agent=agent, target=target, kind=AgentRevision.Kind.UPDATED, actor=actor
+        )
+
+
+def agent_revision_restore(
+    *, workspace_id: str, agent_id: str, revision_id: str, actor: Actor
+) -> Agent:
+    """Bring back an earlier configuration. The restore is itself a new revision, so it can
+    be undone the same way; restoring the current configuration changes nothing."""
+    with transaction.atomic():
+        agent = _agent_for_update(workspace_id=workspace_id, agent_id=agent_id)
+        revision = AgentRevision.objects.filter(agent=agent, pk=revision_id).first()
+        if revision is None:
+            raise NotFound("No such revision for this Agent.")
+        # Revisions are validated when written; clean() again so one written by an older
+        # rule set cannot bring back a value today's rules refuse.
+        target = {
+            **configuration.snapshot(agent),
+            **configuration.clean(
+                {
+                    field: revision.configuration[field]
+                    for field in configuration.CONFIGURATION_FIELDS
+                    if field in revision.configuration
+                }
+            ),
+        }
+        return _apply_configuration(
+            agent=agent,
+            target=target,
+            kind=AgentRevision.Kind.RESTORED,
+            actor=actor,
+            restored_from=revision.number,
+        )
+
+
+def agent_archive(*, workspace_id: str, agent_id: str, acting_key: ApiKey | None = None) -> Agent:
+    """Archive an Agent: its keys stop authenticating (401), its scheduled knowledge
+    refreshes and webhook deliveries wait. Nothing is deleted; `agent_restore` undoes it."""
+    with transaction.atomic():
+        agent = _agent_for_update(workspace_id=workspace_id, agent_id=agent_id)
+        if agent.status == Agent.Status.ARCHIVED:
+            raise Conflict("The Agent is already archived.")
+        if acting_key is not None and acting_key.agent_id == agent.pk:
+            raise Conflict(
+                "A key cannot archive its own Agent: the key would stop working. Use a key "
+                "of another Agent of the workspace, or the console."
+            )
+        others_active = (
+            Agent.objects.filter(workspace_id=workspace_id, status=Agent.Status.ACTIVE)
+            .exclude(pk=agent.pk)
+            .exists()
+        )
+        if not others_active:
+            raise Conflict(
+                "This is the workspace's last active Agent; create or restore another first."
+            )
+        now = timezone.now()
+        agent.status = Agent.Status.ARCHIVED
+        agent.archived_at = now
+        agent.updated_at = now
+        # save() (not update()) so the post_save hook drops the Agent's keys from the cache.
+        agent.save(update_fields=["status", "archived_at", "updated_at"])
+    return agent
+
+
+def agent_restore(*, workspace_id: str, agent_id: str) -> Agent:
+    """Make an archived Agent active again: its keys, refreshes and deliveries resume."""
+    with transaction.atomic():
+        agent = _agent_for_update(workspace_id=workspace_id, agent_id=agent_id)
+        if agent.status == Agent.Status.ACTIVE:
+            raise Conflict("The Agent is not archived.")
+        agent.status = Agent.Status.ACTIVE
+        agent.archived_at = None
+        agent.updated_at = timezone.now()
+        agent.save(update_fields=["status", "archived_at", "updated_at"])
+    return agent
 
 
 def _hash_secret(secret: str) -> str:
@@ -264,7 +461,14 @@ def api_key_by_lookup_id(lookup_id: str) -> ApiKey | None:
     cache when it is there: a hit reads no database."""
     key = _cached_key(lookup_id)
     if key is None:
-        key = ApiKey.objects.select_related("agent__workspace").filter(lookup_id=lookup_id).first()
+        key = (
+            ApiKey.objects.select_related("agent__workspace")
+            # The system prompt (up to 32k characters) is not needed to authenticate and
+            # would make every cached key that much larger.
+            .defer("agent__instructions")
+            .filter(lookup_id=lookup_id)
+            .first()
+        )
         if key is not None:
             _remember_key(key)
     return key
@@ -329,10 +533,52 @@ def demo_seed(*, email: str, password: str) -> dict:
             if membership
             else workspace_create(name="Demo workspace", owner=user)
         )
-        agent = workspace.agents.filter(name="Support Agent").first() or agent_create(
-            workspace=workspace, name="Support Agent"
+        agent = workspace.agents.filter(name="Support Agent").first() or _demo_agent(
+            workspace=workspace, owner=user
         )
         key, raw = api_key_create(
             agent=agent, name="Demo full-scope key", scopes=list(ALL_SCOPES), created_by=user
         )
     return {"workspace": workspace, "agent": agent, "user": user, "key": key, "raw_key": raw}
+
+
+DEMO_INSTRUCTIONS_V1 = """You are the support assistant of Acme Outdoor, an online shop for hiking gear.
+Answer questions about orders, shipping, returns and products.
+Be friendly and brief."""
+
+DEMO_INSTRUCTIONS = """You are the support assistant of Acme Outdoor, an online shop for hiking gear.
+Answer questions about orders, shipping, returns and products.
+Be friendly and brief: three short paragraphs at most.
+
+Rules:
+- Search the knowledge base before answering policy questions, and cite the article.
+- Never promise a refund amount; say what the refund policy says and offer a ticket.
+- Look orders up with lookup_order; ask for the order number if you do not have it.
+- If the customer is upset or asks for a person, create a ticket and say when they will hear back.
+
+Answer in the customer's language."""
+
+
+def _demo_agent(*, workspace: Workspace, owner) -> Agent:
+    """The demo Agent with a realistic configuration and a short history to look at."""
+    agent = agent_create(
+        workspace=workspace,
+        name="Support Agent",
+        description="Answers customer questions on the shop's website.",
+        instructions=DEMO_INSTRUCTIONS_V1,
+        model_id="gpt-4.1-mini",
+        allowed_origins=["https://shop.example.com"],
+        actor=actor_for_user(owner),
+    )
+    agent_update(
+        workspace_id=workspace.pk,
+        agent_id=agent.pk,
+        changes={"instructions": DEMO_INSTRUCTIONS, "model_id": "o4-mini", "effort": "medium"},
+        actor=actor_for_user(owner),
+    )
+    return agent_update(
+        workspace_id=workspace.pk,
+        agent_id=agent.pk,
+        changes={"allowed_origins": ["https://shop.example.com", "https://help.example.com"]},
+        actor=actor_for_user(owner),
+    )
