@@ -180,7 +180,8 @@ def test_agent_id_differing_from_the_path_is_bad_request(manager, agent, sibling
 
 
 def test_other_workspaces_or_archived_agent_is_not_found(manager, other_agent, workspace):
-    archived = agent_factory(workspace=workspace, status="archived")
+    archived = agent_factory(workspace=workspace)
+    Agent.objects.filter(pk=archived.pk).update(status=Agent.Status.ARCHIVED)
     for agent_id in (other_agent.pk, archived.pk, "agt_nope"):
         body = {"name": "k", "scopes": ["runs:read"], "agent_id": agent_id}
         assert_error(manager.post("/v1/api_keys", json=body), 404, "not_found")
