@@ -26,6 +26,8 @@ FILES = [
     ("json/markitdown-test.json", ["5b64c88c-b3c3-4510-bcb8-da0b200602d8"]),
     ("md/codeblock.md", ["HTML Example", "<!DOCTYPE html>"]),
     ("txt/book-war-and-peace-1p.txt", ["Genoa and Lucca"]),
+    # A legacy Word 97 .doc, named .docx: read as what its bytes are.
+    ("bad/legacy-word97-doc-named-as.docx", ["These are a few of my favorite things"]),
 ]
 
 # Refused at upload: the type is decided from the bytes.
@@ -34,7 +36,6 @@ REFUSED = [
     ("bad/zip-archive-named-as.pdf", "ZIP"),
     ("bad/empty.pdf", "empty"),
     ("bad/empty.docx", "empty"),
-    ("bad/legacy-word97-doc-named-as.docx", "Word 97"),
     ("bad/password_protected.xlsx", "encrypted"),
     ("bad/random-bytes-named-as.docx", "binary"),
 ]

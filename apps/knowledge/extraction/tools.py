@@ -10,6 +10,7 @@ why. The input goes through a private temporary directory that is removed afterw
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import tempfile
 import time
@@ -37,6 +38,19 @@ def time_left() -> float:
     if _deadline is None:
         return _DEFAULT_BUDGET_S
     return _deadline - time.monotonic() - _MARGIN_S
+
+
+def memory_left() -> int | None:
+    """Bytes of address space this process may still map; None when it is not limited."""
+    limit, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return None
+    return max(limit - mapped, 0)
 
 
 def run_tool(
