@@ -9,7 +9,11 @@ page sections are the only headings. A page without text says so in italics.
 * A file where no page has text is a scan: it fails saying so, rather than indexing nothing.
 * Ligatures and Arabic presentation forms are normalised (see ``markdown.clean_text``), so
   "ﬁnd" is found as "find". pypdf 5+ already emits right-to-left runs in logical order.
-* A page that pypdf cannot read is marked, and the other pages are kept.
+* A page that pypdf cannot read is marked, and the other pages are kept. A page whose inline
+  image cannot be parsed (which stops pypdf's reading of the page) is read again without its
+  inline images, so its text layer is kept.
+* CJK text drawn in simple TrueType fonts without a ToUnicode map (GBK, Big5, Shift-JIS
+  bytes) is decoded as its real encoding when that gives valid text; see ``pdf_fonts``.
 * Simple tables (rows of short cells in aligned columns, as in invoices) become markdown tables;
   see ``pdf_tables``. Pages without one keep pypdf's text as it is.
 """
@@ -18,13 +22,17 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import statistics
+from collections.abc import Callable
 
-from pypdf import PdfReader
+from pypdf import PageObject, PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError
+from pypdf.generic import DecodedStreamObject, NameObject
 
 from .errors import ExtractionFailed
 from .markdown import clean_text, escape_text
+from .pdf_fonts import FontRecoder
 from .pdf_tables import FragmentCollector, page_markdown_with_tables
 from .result import Extraction
 
@@ -37,6 +45,9 @@ NO_TEXT = "This PDF has no extractable text."
 # pypdf logs a warning for every repair it makes to a broken file; hostile uploads would flood
 # the worker's log with them. Real errors still surface as exceptions.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+# An inline image, from its BI operator to its EI (or to the end of a stream that never ends it).
+_INLINE_IMAGE = re.compile(rb"(?<![^\s\]\[)(>])BI\s.*?(?:\sEI(?=\s|$)|\Z)", re.DOTALL)
 
 
 def extract_pdf(data: bytes) -> Extraction:
@@ -81,15 +92,26 @@ def _decrypt(reader: PdfReader) -> None:
 def _page_markdown(reader: PdfReader, number: int) -> str | None:
     """The page's markdown, "" for a page without text, None when it cannot be read."""
     collector = FragmentCollector()
+    recoder = FontRecoder()
+
+    def visitor(text: str, cm: list[float], tm: list[float], font: object, size: float) -> None:
+        collector(recoder.recode(text, font), cm, tm, font, size)
+
+    page = reader.pages[number]
     try:
-        raw = reader.pages[number].extract_text(visitor_text=collector)
+        raw = recoder.apply(page.extract_text(visitor_text=visitor))
     except FileNotDecryptedError:
         raise ExtractionFailed(PASSWORD_PROTECTED) from None
     except MemoryError:
         raise
     except Exception:
-        # One broken content stream should not lose the rest of the document.
-        return None
+        # One broken content stream should not lose the rest of the document. The usual
+        # culprit is an inline image whose data cannot be parsed: read the text without it.
+        collector.fragments.clear()
+        raw = _text_without_inline_images(page, visitor)
+        if raw is None:
+            return None
+        raw = recoder.apply(raw)
     lines = [line.rstrip() for line in clean_text(raw or "").split("\n")]
     text = "\n".join(lines).strip("\n")
     if not text.strip():
@@ -99,6 +121,22 @@ def _page_markdown(reader: PdfReader, number: int) -> str | None:
     except (ValueError, ArithmeticError, statistics.StatisticsError):
         with_tables = None
     return with_tables or escape_text(text)
+
+
+def _text_without_inline_images(page: PageObject, visitor: Callable[..., None]) -> str | None:
+    try:
+        contents = page.get_contents()
+        data = contents.get_data() if contents is not None else b""
+        if b"BI" not in data:
+            return None
+        stripped = DecodedStreamObject()
+        stripped.set_data(_INLINE_IMAGE.sub(b" ", data))
+        page[NameObject("/Contents")] = stripped
+        return page.extract_text(visitor_text=visitor)
+    except MemoryError:
+        raise
+    except Exception:
+        return None
 
 
 def _has_images(reader: PdfReader) -> bool:
