@@ -81,16 +81,24 @@ def extractor_for(kind: str) -> Callable[..., Extraction]:
     return function
 
 
-def extract(data: bytes, *, kind: str, source_url: str | None = None) -> Extraction:
+def extract(
+    data: bytes, *, kind: str, source_url: str | None = None, ocr: bool = True
+) -> Extraction:
     """Extract ``data`` of ``kind`` (from ``detect_kind``) to markdown.
 
     Raises ExtractionFailed, whose text is safe to show, for every problem with the input.
-    ``source_url`` lets HTML resolve relative links. A valid file without text (a presentation
+    ``source_url`` lets HTML resolve relative links; ``ocr`` lets PDF pages that are images be
+    read by OCR. A valid file without text (a presentation
     without slides, a blank text file) gives empty markdown: it is empty, not broken.
     """
     function = extractor_for(kind)
     try:
-        result = function(data, source_url=source_url) if kind == "html" else function(data)
+        if kind == "html":
+            result = function(data, source_url=source_url)
+        elif kind == "pdf":
+            result = function(data, ocr=ocr)
+        else:
+            result = function(data)
     except ExtractionFailed:
         raise
     except MemoryError:

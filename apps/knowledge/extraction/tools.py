@@ -24,6 +24,8 @@ MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 _MARGIN_S = 1.0
 _DEFAULT_BUDGET_S = 60.0
 
+INPUT = "{input}"
+
 _deadline: float | None = None
 
 
@@ -56,10 +58,11 @@ def memory_left() -> int | None:
 def run_tool(
     args: list[str], *, data: bytes, suffix: str, missing: str, timeout_s: float | None = None
 ) -> bytes:
-    """Run ``args`` plus the path of a file holding ``data``; return what it prints.
+    """Run ``args`` on a file holding ``data``; return what it prints.
 
-    ``missing`` is the message when the program is not installed. A non-zero exit is a file
-    the program could not read (DAMAGED); running out of time is TIMED_OUT.
+    The file's path replaces the ``INPUT`` argument, or is added at the end. ``missing`` is the
+    message when the program is not installed. A non-zero exit is a file the program could
+    not read (DAMAGED); running out of time is TIMED_OUT.
     """
     budget = time_left() if timeout_s is None else min(timeout_s, time_left())
     if budget <= 0:
@@ -70,7 +73,7 @@ def run_tool(
             handle.write(data)
         try:
             completed = subprocess.run(  # noqa: S603 - fixed program, our own temporary file
-                [*args, path],
+                [path if arg == INPUT else arg for arg in args] + ([] if INPUT in args else [path]),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=budget,
