@@ -29,7 +29,7 @@ INPUT = "{input}"
 _deadline: float | None = None
 
 
-def set_deadline(deadline: float) -> None:
+def set_deadline(deadline: float | None) -> None:
     """Called by the bounded child with the monotonic time at which the parent gives up."""
     global _deadline
     _deadline = deadline
