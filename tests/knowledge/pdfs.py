@@ -42,7 +42,7 @@ class PdfBuilder:
         objects = dict(self.objects)
         kids = []
         for page in self.pages:
-            content_id = max(objects) + 1
+            content_id = max(objects, default=2) + 1
             objects[content_id] = (
                 f"<< /Length {len(page.content)} >>\nstream\n".encode()
                 + page.content

@@ -182,6 +182,7 @@ def _page_markdown(reader: PdfReader, number: int) -> str | None:
 
     page = reader.pages[number]
     try:
+        recoder.prepare(page)
         raw = recoder.apply(page.extract_text(visitor_text=visitor))
     except FileNotDecryptedError:
         raise ExtractionFailed(PASSWORD_PROTECTED) from None
