@@ -8,11 +8,12 @@ import io
 
 import docx
 import pytest
+from django.urls import reverse
 from pptx import Presentation
 
 from apps.knowledge import tasks
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
-from tests.knowledge.conftest import upload
+from tests.knowledge.conftest import make_file_document, upload
 
 
 def empty_presentation() -> bytes:
@@ -57,6 +58,15 @@ def test_empty_valid_file_is_ready_with_empty_content(api, name, data, kind):
     # Nothing is indexed, so search has nothing of it to find.
     assert not KnowledgeChunk.objects.filter(document_id=document_id).exists()
     assert api.post("/v1/knowledge/search", json={"query": "notes"}).json()["data"] == []
+
+
+def test_detail_page_of_an_empty_document_says_it_has_no_text(owner, agent, client):
+    document = make_file_document(agent, b"", "blank.txt")
+    assert document.status == "ready"
+    client.force_login(owner)
+    page = client.get(reverse("knowledge:document_detail", args=[document.pk]))
+    assert page.status_code == 200
+    assert "The file has no text, so nothing of it is indexed" in page.content.decode()
 
 
 @pytest.mark.parametrize("name", ["scan.pdf", "letter.docx", "sheet.xlsx", "data.json", "blob"])

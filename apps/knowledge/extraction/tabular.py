@@ -6,14 +6,30 @@ same number of fields most consistently (``csv.Sniffer`` picks ``,`` for a semic
 commas inside fields). The file becomes one markdown table, first row as header, capped at
 ``MAX_ROWS`` rows and ``MAX_COLUMNS`` columns with a note saying so.
 
-JSON: rendered as readable markdown rather than a code block, so it chunks and searches well:
+JSON: rendered as markdown that keeps its structure, so it chunks and searches well:
 
-* an object's scalar members are a list of ``**key**: value`` items; at the top level, each
-  member holding an object or array gets a ``## key`` section;
-* an array of objects is a table, one row per object and one column per key, nested objects
-  flattened to ``parent.child`` columns (arrays of scalars joined with ", ", deeper structures
-  as compact JSON) — when that gives at most ``MAX_COLUMNS`` columns;
-* anything else is a nested list. Invalid or truncated JSON fails with the position of the error.
+* an object's scalar members (and arrays of scalars, joined with ", ") are a list of
+  ``**key**: value`` items; at the top level, each member holding an object or an array of
+  objects or arrays gets a ``## key`` section;
+* an array of objects is a table, one row per object (every object: no row cap) and one column
+  per key, nested objects flattened to ``parent.child`` columns (arrays of scalars joined with
+  ", ", deeper structures as compact JSON) — when that gives at most ``MAX_COLUMNS`` columns
+  and is not bigger than the JSON it shows (sparse records read better as a list);
+* anything else is a nested list; an array of scalars is one item, so a matrix is one line per
+  row. Below ``MAX_DEPTH`` levels values are compact JSON.
+
+Files past ``OUTLINE_FROM_BYTES`` are written as an outline instead: the same top-level items
+and ``## key`` sections, then one compact JSON line per item of an array (per member of an
+object). That keeps every value searchable and each chunk self-describing (a record line
+carries its keys), costs little beyond parsing, and is never bigger than the input
+(``benchmarks/json_extraction.py``, figures in docs/performance.md).
+
+Speed: orjson parses UTF-8 bytes directly (the json module, slower, takes other encodings,
+NaN and numbers past 64 bits, locates syntax errors, and parses when the memory cap is too
+tight for orjson, which aborts rather than raising MemoryError); the cyclic garbage collector is
+paused while millions of objects are made; markdown clean-up runs once over the whole text, and
+only when the bytes can hold what it removes. Invalid or truncated JSON fails with the position
+of the error.
 """
 
 from __future__ import annotations
