@@ -192,10 +192,10 @@ def _page_markdown(reader: PdfReader, number: int) -> str | None:
         # One broken content stream should not lose the rest of the document. The usual
         # culprit is an inline image whose data cannot be parsed: read the text without it.
         collector.fragments.clear()
-        raw = _text_without_inline_images(page, visitor)
-        if raw is None:
+        without_images = _text_without_inline_images(page, visitor)
+        if without_images is None:
             return None
-        raw = recoder.apply(raw)
+        raw = recoder.apply(without_images)
     lines = [line.rstrip() for line in clean_text(raw or "").split("\n")]
     text = "\n".join(lines).strip("\n")
     if not text.strip():

@@ -60,7 +60,8 @@ class FontRecoder:
 
     def prepare(self, page: PageObject) -> None:
         try:
-            fonts = page["/Resources"].get_object()["/Font"].get_object()
+            resources: Any = page["/Resources"].get_object()
+            fonts = resources["/Font"].get_object()
             for reference in fonts.values():
                 font = reference.get_object()
                 if _is_suspect(font):
