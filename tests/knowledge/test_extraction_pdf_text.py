@@ -82,3 +82,48 @@ def test_pdf_whose_only_page_has_a_broken_image_and_no_text_still_fails_cleanly(
     builder.page(b"q 100 0 0 100 72 500 cm BI /W 10 /H 10 /BPC 8 /CS /G /F /DCT ID \xff\xd8\x00")
     with pytest.raises(ExtractionFailed, match="no extractable text"):
         extract(builder.build(), kind="pdf")
+
+
+# Hebrew letters through a ToUnicode map: bytes A-E are ש ל ו ם ע. Each word's bytes are in
+# visual order (last letter first), as writers that draw right-to-left text word by word do.
+HEBREW_CMAP = b"""/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def
+1 begincodespacerange <00> <FF> endcodespacerange
+5 beginbfchar <41> <05E9> <42> <05DC> <43> <05D5> <44> <05DD> <45> <05E2> endbfchar
+endcmap CMapName currentdict /CMap defineresource pop end end"""
+SHALOM, OLAM = "שלום", "עלום"  # drawn as (DCBA) and (DCBE)
+
+
+def words_pdf(words: list[tuple[int, bytes, str]]) -> bytes:
+    """One line of words, each its own text object at x, in the Hebrew or Helvetica font."""
+    builder = PdfBuilder()
+    to_unicode = builder.add(b"<< >>", HEBREW_CMAP)
+    hebrew = truetype_font(builder, "ArialHebrew", to_unicode=to_unicode)
+    latin = builder.add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    shown = b" ".join(
+        f"BT /{font} 12 Tf {x} 700 Td ".encode() + literal(word) + b" Tj ET"
+        for x, word, font in words
+    )
+    builder.page(shown, Font=f"<< /He {hebrew} 0 R /La {latin} 0 R >>")
+    return builder.build()
+
+
+def test_rtl_words_drawn_left_to_right_are_put_in_reading_order() -> None:
+    data = words_pdf([(100, b"DCBE", "He"), (160, b"DCBA", "He")])
+    # pypdf alone: the words in drawing (visual) order.
+    assert OLAM + SHALOM in PdfReader(io.BytesIO(data)).pages[0].extract_text()
+    assert f"## Page 1\n\n{SHALOM} {OLAM}" in extract(data, kind="pdf").markdown
+
+
+def test_numbers_and_latin_inside_an_rtl_line_keep_their_own_order() -> None:
+    # Visual, left to right: OLAM, "PDF 2024", SHALOM -> reading order: SHALOM, "PDF 2024", OLAM.
+    data = words_pdf(
+        [(100, b"DCBE", "He"), (140, b"PDF", "La"), (170, b"2024", "La"), (210, b"DCBA", "He")]
+    )
+    assert f"{SHALOM} PDF 2024 {OLAM}" in extract(data, kind="pdf").markdown
+
+
+def test_rtl_words_drawn_right_to_left_are_already_in_reading_order() -> None:
+    data = words_pdf([(160, b"DCBA", "He"), (100, b"DCBE", "He")])
+    markdown = extract(data, kind="pdf").markdown
+    assert SHALOM in markdown and OLAM in markdown
+    assert markdown.index(SHALOM) < markdown.index(OLAM)

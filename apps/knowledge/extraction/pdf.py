@@ -11,7 +11,9 @@ page sections are the only headings. A page without text says so in italics.
   image._" and ``Extraction.ocr_pages`` lists them. A file where no page has text even so fails
   saying it looks scanned, rather than indexing nothing.
 * Ligatures and Arabic presentation forms are normalised (see ``markdown.clean_text``), so
-  "ﬁnd" is found as "find". pypdf 5+ already emits right-to-left runs in logical order.
+  "ﬁnd" is found as "find". pypdf 5+ already emits right-to-left runs in logical order; lines
+  whose words are drawn one by one from left to right are put in reading order by
+  ``pdf_bidi``.
 * A page that pypdf cannot read is marked, and the other pages are kept. A page whose inline
   image cannot be parsed (which stops pypdf's reading of the page) is read again without its
   inline images, so its text layer is kept.
@@ -37,6 +39,7 @@ from pypdf.generic import DecodedStreamObject, NameObject
 from .errors import ExtractionFailed
 from .markdown import clean_text, escape_text
 from .ocr import NO_TESSERACT, ocr_image
+from .pdf_bidi import reading_order
 from .pdf_fonts import FontRecoder
 from .pdf_tables import FragmentCollector, page_markdown_with_tables
 from .result import Extraction
@@ -196,7 +199,8 @@ def _page_markdown(reader: PdfReader, number: int) -> str | None:
         if without_images is None:
             return None
         raw = recoder.apply(without_images)
-    lines = [line.rstrip() for line in clean_text(raw or "").split("\n")]
+    cleaned = reading_order(clean_text(raw or ""), collector.fragments)
+    lines = [line.rstrip() for line in cleaned.split("\n")]
     text = "\n".join(lines).strip("\n")
     if not text.strip():
         return ""
