@@ -162,6 +162,8 @@ API_KEY_PREFIX = "ack"
 API_MAX_JSON_BODY_BYTES = env_int("API_MAX_JSON_BODY_BYTES", 1024 * 1024, minimum=1024)
 API_MAX_INGEST_BODY_BYTES = env_int("API_MAX_INGEST_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 KNOWLEDGE_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+# Scanned PDF pages are read by OCR (Debian's tesseract) unless this is off.
+KNOWLEDGE_OCR = env_bool("KNOWLEDGE_OCR", True)
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES

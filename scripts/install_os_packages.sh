@@ -15,8 +15,18 @@ pg_major() {
 }
 
 PACKAGES=(
+  catdoc                   # knowledge extraction of legacy Word .doc (catdoc) and PowerPoint .ppt (catppt)
   chromium                 # browser tests (Playwright drives Debian's Chromium, no download)
-  fonts-noto-cjk           # browser screenshots of CJK text
+  fonts-noto-cjk           # browser screenshots of CJK text; CJK OCR test images
+  tesseract-ocr            # OCR of scanned PDF pages (brings English and script detection, osd)
+  tesseract-ocr-ara        # OCR languages: the scripts of the knowledge corpus beyond Latin --
+  tesseract-ocr-chi-sim    #   Arabic, Chinese (simplified, traditional), Japanese, Korean,
+  tesseract-ocr-chi-tra    #   Russian (Cyrillic), Thai, Hindi (Devanagari)
+  tesseract-ocr-jpn
+  tesseract-ocr-kor
+  tesseract-ocr-rus
+  tesseract-ocr-tha
+  tesseract-ocr-hin
   postgresql-client        # pg_isready in scripts/ensure_services.sh
   redis-tools              # redis-cli in scripts/ensure_services.sh
 )

@@ -49,6 +49,9 @@ QUEUE_GRACE = timedelta(minutes=5)
 # A document whose work was claimed this many times without finishing fails for good.
 MAX_ATTEMPTS = 3
 EXTRACT_TIMEOUT_S = 60
+# A PDF may have pages read by OCR (a few seconds each): it gets longer, within the task's
+# 120 s soft time limit; pages left when its time runs out are marked as not read.
+PDF_EXTRACT_TIMEOUT_S = 90
 EXTRACT_MEMORY_MB = 1024
 FETCH_MAX_BYTES = 10 * 1024 * 1024
 CHUNK_MAX_CHARS = 1800
@@ -140,7 +143,8 @@ def _extract(data: bytes, *, source_url: str | None, name_hint: str | None) -> C
             data,
             kind=kind,
             source_url=source_url,
-            timeout_s=EXTRACT_TIMEOUT_S,
+            ocr=settings.KNOWLEDGE_OCR,
+            timeout_s=PDF_EXTRACT_TIMEOUT_S if kind == "pdf" else EXTRACT_TIMEOUT_S,
             memory_mb=EXTRACT_MEMORY_MB,
         )
     except ExtractionFailed as exc:

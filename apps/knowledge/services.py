@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 120
 SUPPORTED_TEXT = (
-    "PDF, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), text, Markdown, HTML, CSV or JSON"
+    "PDF, Word (.docx, .doc), Excel (.xlsx, .xls), PowerPoint (.pptx, .ppt), text, Markdown, "
+    "HTML, CSV or JSON"
 )
 
 Status = KnowledgeDocument.Status

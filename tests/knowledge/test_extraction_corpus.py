@@ -45,7 +45,7 @@ BAD_ROWS = [row for row in ROWS if row["path"].startswith("bad/")]
 # The manifest names formats by folder; detect_kind names them by kind.
 KIND_OF_FORMAT = {"md": "markdown", "txt": "text"}
 
-# Files that must fail, with words the failure message must contain.
+# Files that must fail (without OCR), with words the failure message must contain.
 EXPECTED_FAILURES = {
     "pdf/MEDRPT-2024-PAT-3847_medical_report_scan.pdf": "no extractable text",
     "pdf/libreoffice-writer-password.pdf": "password",
@@ -72,6 +72,20 @@ TABLE_CELLS = {
     "csv/semicolon-delimited.csv": ["Lorem, ipsum", "tempor incididunt"],
     "csv/test_mskanji.csv": ["佐藤太郎", "名古屋"],
     "html/example-steelJIS-datasheet.html": ["SNB22-3"],
+}
+
+# The manifest's scan has no text layer and no expected phrases; OCR reads these from it.
+SCANNED_REPORT = "pdf/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"
+SCANNED_REPORT_PHRASES = [
+    "SEATTLE GENERAL HOSPITAL",
+    "Report ID MEDRPT-2024-PAT-3847",
+    "Date of Birth: March 15, 1978",
+]
+
+# Files of bad/ that are broken only as what their name claims: a legacy Word 97 .doc named
+# .docx is detected by its bytes and read, with this text.
+READ_DESPITE_NAME = {
+    "bad/legacy-word97-doc-named-as.docx": ["These are a few of my favorite things", "Parrots"],
 }
 
 # What UnsupportedType.detected must say, by the first word of the manifest's format.
@@ -127,7 +141,7 @@ def test_corpus_extraction_contains_every_expected_phrase(row: dict[str, str]) -
     kind = detect_kind(data, file_name=Path(row["path"]).name)
     if row["path"] in EXPECTED_FAILURES:
         with pytest.raises(ExtractionFailed) as failure:
-            extract(data, kind=kind)
+            extract(data, kind=kind, ocr=False)
         assert EXPECTED_FAILURES[row["path"]] in str(failure.value)
         return
     result = extract(data, kind=kind)
@@ -135,6 +149,16 @@ def test_corpus_extraction_contains_every_expected_phrase(row: dict[str, str]) -
     assert markdown
     missing = [p for p in _phrases(row) if _collapse(p) not in markdown]
     assert not missing, f"missing phrases: {missing}"
+
+
+def test_corpus_scan_is_read_by_ocr_and_says_so() -> None:
+    data = (CORPUS_DIR / SCANNED_REPORT).read_bytes()
+    result = extract_bounded(data, kind=detect_kind(data), timeout_s=90)
+    assert result.ocr_pages == [1, 2, 3]
+    assert result.markdown.count("_Text read by OCR from the page image._") == 3
+    markdown = _collapse(result.markdown)
+    for phrase in SCANNED_REPORT_PHRASES:
+        assert phrase in markdown
 
 
 @pytest.mark.parametrize("path", sorted(TABLE_CELLS))
@@ -164,6 +188,10 @@ def test_bad_corpus_file_ends_cleanly(row: dict[str, str]) -> None:
         message = str(exc)
         assert message and "\n" not in message and len(message) < 200
         assert not re.search(r"/\w+/|Traceback|Error\(", message)
+        return
+    if row["path"] in READ_DESPITE_NAME:
+        markdown = _collapse(result.markdown)
+        assert all(phrase in markdown for phrase in READ_DESPITE_NAME[row["path"]])
         return
     # Only files the manifest says lenient parsers recover may succeed, with that text.
     recovered = re.search(r"recover '([^']+)'", row["notes"])

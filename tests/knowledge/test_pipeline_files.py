@@ -26,6 +26,8 @@ FILES = [
     ("json/markitdown-test.json", ["5b64c88c-b3c3-4510-bcb8-da0b200602d8"]),
     ("md/codeblock.md", ["HTML Example", "<!DOCTYPE html>"]),
     ("txt/book-war-and-peace-1p.txt", ["Genoa and Lucca"]),
+    # A legacy Word 97 .doc, named .docx: read as what its bytes are.
+    ("bad/legacy-word97-doc-named-as.docx", ["These are a few of my favorite things"]),
 ]
 
 # Refused at upload: the type is decided from the bytes.
@@ -34,7 +36,6 @@ REFUSED = [
     ("bad/zip-archive-named-as.pdf", "ZIP"),
     ("bad/empty.pdf", "empty"),
     ("bad/empty.docx", "empty"),
-    ("bad/legacy-word97-doc-named-as.docx", "Word 97"),
     ("bad/password_protected.xlsx", "encrypted"),
     ("bad/random-bytes-named-as.docx", "binary"),
 ]
@@ -44,8 +45,8 @@ FAILING = [
     "bad/fake-incomplete-json.json",
     "bad/GHOSTSCRIPT-698804-1-fuzzed.pdf",
     "pdf/libreoffice-writer-password.pdf",
-    "pdf/MEDRPT-2024-PAT-3847_medical_report_scan.pdf",
 ]
+SCAN = "pdf/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"
 
 
 def _collapse(text: str) -> str:
@@ -98,6 +99,24 @@ def test_unextractable_file_ends_failed_with_short_message(api, relative):
     assert message and len(message) < 200
     assert "Traceback" not in message and "/" not in message.replace("w/o", "")
     assert api.get(f"/v1/knowledge/{document_id}/content").status == 409
+
+
+def test_scanned_pdf_is_read_by_ocr_and_its_content_says_which_pages(api):
+    document_id, outcome = _upload_and_ingest(api, SCAN)
+    assert outcome == "ready"
+    content = api.get(f"/v1/knowledge/{document_id}/content").body.decode()
+    for page in (1, 2, 3):
+        assert f"## Page {page}\n\n_Text read by OCR from the page image._" in content
+    assert "SEATTLE GENERAL HOSPITAL" in content
+    assert KnowledgeChunk.objects.filter(document_id=document_id).exists()
+
+
+def test_with_ocr_off_a_scanned_pdf_fails_saying_it_looks_scanned(api, settings):
+    settings.KNOWLEDGE_OCR = False
+    document_id, outcome = _upload_and_ingest(api, SCAN)
+    assert outcome == "failed"
+    message = api.get(f"/v1/knowledge/{document_id}").json()["error_message"]
+    assert "scanned image" in message
 
 
 def test_password_protected_pdf_says_so(api):

@@ -8,7 +8,8 @@ The knowledge pipeline calls, in order::
 
 ``extract`` does the work in-process; ``extract_bounded`` runs it in a forked child with memory
 and time limits, and is what a worker should call on untrusted files. One module per format
-(``pdf``, ``word``, ``excel``, ``powerpoint``, ``html``, ``tabular`` for CSV and JSON, ``text``);
+(``pdf``, ``word``, ``excel``, ``powerpoint``, ``legacy`` for Office 97-2003 files, ``html``,
+``tabular`` for CSV and JSON, ``text``);
 each module's docstring says how that format is written as markdown. Tables are always written
 by ``markdown.markdown_table``.
 """
@@ -36,7 +37,20 @@ __all__ = [
     "extract_bounded",
 ]
 
-SUPPORTED_KINDS = ("pdf", "docx", "xlsx", "pptx", "html", "csv", "json", "markdown", "text")
+SUPPORTED_KINDS = (
+    "pdf",
+    "docx",
+    "xlsx",
+    "pptx",
+    "doc",
+    "xls",
+    "ppt",
+    "html",
+    "csv",
+    "json",
+    "markdown",
+    "text",
+)
 
 # kind -> (module, function). Modules are imported on first use: trafilatura and friends
 # take a while to import and a web process that only detects kinds never needs them.
@@ -45,13 +59,15 @@ _EXTRACTORS: dict[str, tuple[str, str]] = {
     "docx": ("word", "extract_docx"),
     "xlsx": ("excel", "extract_xlsx"),
     "pptx": ("powerpoint", "extract_pptx"),
+    "doc": ("legacy", "extract_doc"),
+    "xls": ("legacy", "extract_xls"),
+    "ppt": ("legacy", "extract_ppt"),
     "html": ("html", "extract_html"),
     "csv": ("tabular", "extract_csv"),
     "json": ("tabular", "extract_json"),
     "markdown": ("text", "extract_markdown"),
     "text": ("text", "extract_text"),
 }
-NO_TEXT = "The file contains no text."
 TOO_MUCH_MEMORY = "The file needs too much memory to extract."
 
 
@@ -65,15 +81,24 @@ def extractor_for(kind: str) -> Callable[..., Extraction]:
     return function
 
 
-def extract(data: bytes, *, kind: str, source_url: str | None = None) -> Extraction:
+def extract(
+    data: bytes, *, kind: str, source_url: str | None = None, ocr: bool = True
+) -> Extraction:
     """Extract ``data`` of ``kind`` (from ``detect_kind``) to markdown.
 
     Raises ExtractionFailed, whose text is safe to show, for every problem with the input.
-    ``source_url`` lets HTML resolve relative links.
+    ``source_url`` lets HTML resolve relative links; ``ocr`` lets PDF pages that are images be
+    read by OCR. A valid file without text (a presentation
+    without slides, a blank text file) gives empty markdown: it is empty, not broken.
     """
     function = extractor_for(kind)
     try:
-        result = function(data, source_url=source_url) if kind == "html" else function(data)
+        if kind == "html":
+            result = function(data, source_url=source_url)
+        elif kind == "pdf":
+            result = function(data, ocr=ocr)
+        else:
+            result = function(data)
     except ExtractionFailed:
         raise
     except MemoryError:
@@ -83,5 +108,5 @@ def extract(data: bytes, *, kind: str, source_url: str | None = None) -> Extract
         # The caller needs one exception type and a message for people.
         raise ExtractionFailed(DAMAGED) from None
     if not result.markdown.strip():
-        raise ExtractionFailed(NO_TEXT)
+        result.markdown = ""
     return result

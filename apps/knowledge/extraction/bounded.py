@@ -39,6 +39,7 @@ def extract_bounded(
     *,
     kind: str,
     source_url: str | None = None,
+    ocr: bool = True,
     timeout_s: float = 60,
     memory_mb: int = 1024,
 ) -> Extraction:
@@ -61,6 +62,7 @@ def extract_bounded(
             data=data,
             kind=kind,
             source_url=source_url,
+            ocr=ocr,
             timeout_s=timeout_s,
             memory_mb=memory_mb,
         )
@@ -87,19 +89,26 @@ def _run_child(
     data: bytes,
     kind: str,
     source_url: str | None,
+    ocr: bool,
     timeout_s: float,
     memory_mb: int,
 ) -> NoReturn:
     code = 0
+    deadline = time.monotonic() + timeout_s
     try:
         from . import extract  # already imported by the parent: no import work here
+        from .tools import set_deadline
 
+        set_deadline(deadline)  # programs the extractors run end before the parent gives up
         # The worker's handlers (Celery's warm shutdown, Django's autoreloader) are not ours.
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         _limit_resources(timeout_s=timeout_s, memory_mb=memory_mb)
         try:
-            result: tuple[str, object] = ("ok", extract(data, kind=kind, source_url=source_url))
+            result: tuple[str, object] = (
+                "ok",
+                extract(data, kind=kind, source_url=source_url, ocr=ocr),
+            )
         except ExtractionFailed as exc:
             result = ("error", str(exc))
         except MemoryError:

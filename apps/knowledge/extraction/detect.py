@@ -1,8 +1,12 @@
 """Tell what a file really is from its bytes.
 
 The name is never trusted for binary formats: a PNG called ``report.pdf`` is a PNG. Office
-Open XML files are ZIP archives, told apart by the parts they contain. The file name only
-chooses among the text kinds (a ``.csv`` and a ``.txt`` can hold the same bytes).
+Open XML files are ZIP archives, told apart by the parts they contain (member names written
+with backslashes by some Windows tools count as slashes). Legacy Office 97-2003 files are OLE2
+compound files, told apart by the streams their directory lists. The file name only chooses
+among the text kinds (a ``.csv`` and a ``.txt`` can hold the same bytes), and says whether
+blank bytes are an empty text file (``notes.txt``) or a broken file of another kind
+(``report.pdf``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import json
 import re
 import zipfile
 from pathlib import PurePosixPath
+
+import olefile
 
 from .errors import UnsupportedType
 from .text import decode_text, looks_binary
@@ -79,20 +85,24 @@ _TEXT_SUFFIXES = {
     ".htm": "html",
     ".xhtml": "html",
 }
+# Blank bytes are a valid, empty file only under a name that says a text kind; a blank ".pdf"
+# or ".json" is not a valid file of its kind.
+_BLANK_TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".mdown", ".csv", ".tsv"}
+_BLANK_TEXT_SUFFIXES |= {".html", ".htm", ".xhtml"}
 _HTML_HINT = re.compile(rb"<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>]", re.IGNORECASE)
 
 
 def detect_kind(data: bytes, *, file_name: str | None = None) -> str:
     """Return one of ``SUPPORTED_KINDS`` for these bytes, or raise ``UnsupportedType``."""
     if not data or not data.strip():
-        raise UnsupportedType("empty file")
+        return _blank_kind(file_name)
     # PDF allows junk before the header; readers look in the first kilobyte.
     if b"%PDF-" in data[:1024]:
         return "pdf"
     if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return _zip_kind(data)
     if data.startswith(_OLE2):
-        raise UnsupportedType(_ole2_name(data))
+        return _ole2_kind(data)
     if data[8:12] == b"WEBP" and data.startswith(b"RIFF"):
         raise UnsupportedType("WebP image")
     if data[4:8] == b"ftyp":
@@ -108,42 +118,65 @@ def detect_kind(data: bytes, *, file_name: str | None = None) -> str:
 def _zip_kind(data: bytes) -> str:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = set(archive.namelist())
+            names = {name.replace("\\", "/") for name in archive.namelist()}
             for part, kind in _OOXML_PARTS.items():
                 if part in names:
                     return kind
             if "xl/workbook.bin" in names:
                 raise UnsupportedType("Excel binary workbook (.xlsb)")
             if "[Content_Types].xml" in names:
-                types = archive.read("[Content_Types].xml")[:200_000].decode("utf-8", "replace")
+                types = archive.read(_member(archive, "[Content_Types].xml"))[:200_000].decode(
+                    "utf-8", "replace"
+                )
                 for suffix, kind in _OOXML_CONTENT_TYPES.items():
                     if suffix in types:
                         return kind
             if "mimetype" in names:
-                mimetype = archive.read("mimetype")[:100].decode("ascii", "replace").strip()
+                mimetype = (
+                    archive.read(_member(archive, "mimetype"))[:100]
+                    .decode("ascii", "replace")
+                    .strip()
+                )
                 raise UnsupportedType(_ODF_NAMES.get(mimetype, "ZIP archive"))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, KeyError, ValueError):
         raise UnsupportedType("damaged ZIP archive") from None
     raise UnsupportedType("ZIP archive")
 
 
-def _ole2_name(data: bytes) -> str:
-    """Name an OLE2/CFB container by the streams its directory lists (names are UTF-16LE)."""
+def _member(archive: zipfile.ZipFile, name: str) -> str:
+    """The archive's own spelling of ``name`` (which may use backslashes)."""
+    for candidate in archive.namelist():
+        if candidate.replace("\\", "/") == name:
+            return candidate
+    raise KeyError(name)
 
-    def has(stream: str) -> bool:
-        return stream.encode("utf-16-le") in data
 
-    if has("EncryptedPackage") or has("EncryptionInfo"):
-        return "encrypted Office document"
-    if has("WordDocument"):
-        return "legacy Word 97-2003 document (.doc)"
-    if has("Workbook") or has("Book"):
-        return "legacy Excel 97-2003 workbook (.xls)"
-    if has("PowerPoint Document"):
-        return "legacy PowerPoint 97-2003 presentation (.ppt)"
-    if has("__substg1.0_"):
-        return "Outlook message (.msg)"
-    return "legacy Office (OLE2) file"
+def _blank_kind(file_name: str | None) -> str:
+    suffix = PurePosixPath((file_name or "").replace("\\", "/")).suffix.lower()
+    if suffix not in _BLANK_TEXT_SUFFIXES:
+        raise UnsupportedType("empty file")
+    return _TEXT_SUFFIXES.get(suffix, "text")
+
+
+def _ole2_kind(data: bytes) -> str:
+    """Name an OLE2/CFB container by the streams its directory lists."""
+    try:
+        with olefile.OleFileIO(data) as container:
+            streams = {"/".join(path) for path in container.listdir(streams=True, storages=False)}
+    except Exception:
+        # olefile raises OSError, struct.error, IndexError, ... on a broken directory.
+        raise UnsupportedType("damaged legacy Office (OLE2) file") from None
+    if {"EncryptedPackage", "EncryptionInfo"} & streams:
+        raise UnsupportedType("encrypted Office document")
+    if "WordDocument" in streams:
+        return "doc"
+    if {"Workbook", "Book"} & streams:
+        return "xls"
+    if "PowerPoint Document" in streams:
+        return "ppt"
+    if any(name.startswith("__substg1.0_") for name in streams):
+        raise UnsupportedType("Outlook message (.msg)")
+    raise UnsupportedType("legacy Office (OLE2) file")
 
 
 def _text_kind(data: bytes, *, file_name: str | None) -> str:

@@ -2,8 +2,10 @@
 
 Every sheet becomes a ``## <sheet name>`` section, in workbook order, holding one markdown
 table of its used range (empty rows and empty edge columns dropped; the first row is the
-header). Rows above the table with a single filled cell (sheet titles, units such as
-"In millions of CHF") are written as lines of text before it.
+header). In a sheet of several columns, rows above the table with a single filled cell (sheet
+titles, units such as "In millions of CHF") are written as lines of text before it; a sheet of
+a single column is a one-column table (a list of names is still a table with a header), and a
+sheet of one cell is a line of text.
 
 * Formulas show the value Excel last saved (``data_only=True``); a workbook written by a
   library that never calculated them shows empty cells there.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import openpyxl
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
@@ -34,7 +36,7 @@ MAX_COLUMNS = 50
 
 
 def extract_xlsx(data: bytes) -> Extraction:
-    check_package(data)
+    data = check_package(data)
     workbook = openpyxl.load_workbook(
         io.BytesIO(data), read_only=True, data_only=True, keep_links=False
     )
@@ -57,28 +59,38 @@ def _heading(name: str) -> str:
 
 
 def _sheet_markdown(sheet: ReadOnlyWorksheet) -> str:
-    heading = f"## {_heading(sheet.title)}"
-    notes = []
-    if sheet.sheet_state != "visible":
-        notes.append("_This sheet is hidden in the workbook._")
-
     # The stored dimension can be wrong (some writers always say A1); read the real rows.
     sheet.reset_dimensions()
-    rows: list[Sequence[object]] = []
+    return sheet_section(
+        sheet.title,
+        hidden=sheet.sheet_state != "visible",
+        rows=sheet.iter_rows(values_only=True),
+    )
+
+
+def sheet_section(name: str, *, hidden: bool, rows: Iterable[Sequence[object]]) -> str:
+    """The ``## name`` section of one sheet from its rows of cell values (also used for .xls)."""
+    heading = f"## {_heading(name)}"
+    notes = []
+    if hidden:
+        notes.append("_This sheet is hidden in the workbook._")
+    grid_rows: list[Sequence[object]] = []
     cut_rows = cut_columns = False
-    for row in sheet.iter_rows(values_only=True):
-        if len(rows) == MAX_ROWS:
+    for row in rows:
+        if len(grid_rows) == MAX_ROWS:
             cut_rows = True
             break
         if len(row) > MAX_COLUMNS and any(value is not None for value in row[MAX_COLUMNS:]):
             cut_columns = True
-        rows.append([_format(value) for value in row[:MAX_COLUMNS]])
+        grid_rows.append([format_cell(value) for value in row[:MAX_COLUMNS]])
 
-    grid = _trim_leading_columns(trim_grid(rows))
+    grid = _trim_leading_columns(trim_grid(grid_rows))
     text_lines = []
-    # Title rows above the table (one filled cell) are text, and so is a lone cell.
+    # Title rows above a wider table (one filled cell) are text, and so is a lone cell; the
+    # rows of a single column are the table itself.
+    single_column = all(len(row) == 1 for row in grid)
     while (
-        grid and sum(1 for value in grid[0] if value) == 1 and (len(grid) > 1 or len(grid[0]) == 1)
+        grid and sum(1 for value in grid[0] if value) == 1 and (not single_column or len(grid) == 1)
     ):
         text_lines.append(next(value for value in grid[0] if value))
         grid.pop(0)
@@ -99,7 +111,7 @@ def _trim_leading_columns(grid: list[list[str]]) -> list[list[str]]:
     return [row[first:] for row in grid]
 
 
-def _format(value: object) -> str:
+def format_cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -45,7 +45,7 @@ _MAX_GROUP_DEPTH = 20
 
 
 def extract_pptx(data: bytes) -> Extraction:
-    check_package(data)
+    data = check_package(data)
     presentation = Presentation(io.BytesIO(data))
     sections = []
     first_title = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -12,3 +12,6 @@ class Extraction:
     # pagination depends on the renderer; text, HTML and tables have none).
     page_count: int | None
     title: str | None
+    # Pages (from 1) whose text was read by OCR from their images; each also says so in the
+    # markdown, at the top of its section.
+    ocr_pages: list[int] = field(default_factory=list)

@@ -69,7 +69,7 @@ _SAFE_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tre
 
 
 def extract_docx(data: bytes) -> Extraction:
-    check_package(data)
+    data = check_package(data)
     document = docx.Document(io.BytesIO(data))
     context = _Context.build(document)
     body = document.element.body
