@@ -221,6 +221,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "Runs"},
         {"name": "Knowledge"},
         {"name": "Webhooks"},
+        {"name": "Tools"},
         {"name": "Connection"},
         {"name": "Ingest"},
     ],

@@ -8,6 +8,7 @@ from apps.activity import api_urls as activity
 from apps.api import views
 from apps.api.routing import Route, agent_form_only, both_forms
 from apps.knowledge import api_urls as knowledge
+from apps.tools import api_urls as tools
 from apps.webhooks import api_urls as webhooks
 
 # The document and its viewer are public: they describe the API, they expose no data.
@@ -20,7 +21,7 @@ platform_routes = [
 urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(**PUBLIC), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi", **PUBLIC), name="api-docs"),
-    *both_forms(platform_routes + activity.routes + knowledge.routes + webhooks.routes),
+    *both_forms(platform_routes + activity.routes + knowledge.routes + webhooks.routes + tools.routes),
     *agent_form_only(
         activity.agent_only_routes + knowledge.agent_only_routes + webhooks.agent_only_routes
     ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -150,14 +151,14 @@ def _pending_changes(*, trigger: str, now) -> dict:
 def server_create(
     *,
     agent: Agent,
-    name: str,
     url: str,
+    name: str | None = None,
     auth_headers: dict[str, str] | None = None,
     enabled: bool = True,
 ) -> McpServer:
     """Add a tool server (status `pending`) and queue its first discovery."""
-    name = _check_name(name)
     normalized = _check_url(url)
+    name = _check_name(name if name is not None else urlsplit(normalized).hostname or normalized)
     headers = check_auth_headers(auth_headers)
     existing = McpServer.objects.filter(agent=agent, url=normalized).first()
     if existing is not None:
