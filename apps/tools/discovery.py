@@ -121,6 +121,7 @@ def _finish(
             record.error_message = (error or UNEXPECTED)[:500]
             changes.update(status=Status.FAILED, error_message=record.error_message)
         else:
+            record.status = McpDiscovery.Status.SUCCEEDED
             _apply_listing(server, listing, record=record, now=now)
             changes.update(
                 status=Status.CONNECTED,
