@@ -27,6 +27,7 @@ urlpatterns = [
     path("", include("apps.activity.urls")),
     path("knowledge/", include("apps.knowledge.urls")),
     path("webhooks/", include("apps.webhooks.urls")),
+    path("tools/", include("apps.tools.urls")),
 ]
 
 if settings.DEBUG:

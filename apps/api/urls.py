@@ -21,7 +21,9 @@ platform_routes = [
 urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(**PUBLIC), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi", **PUBLIC), name="api-docs"),
-    *both_forms(platform_routes + activity.routes + knowledge.routes + webhooks.routes + tools.routes),
+    *both_forms(
+        platform_routes + activity.routes + knowledge.routes + webhooks.routes + tools.routes
+    ),
     *agent_form_only(
         activity.agent_only_routes + knowledge.agent_only_routes + webhooks.agent_only_routes
     ),

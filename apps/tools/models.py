@@ -8,6 +8,8 @@ discoveries so the owner's per-tool `enabled` choice survives; a tool the server
 keeps its row with `removed_at` set, and gets its choice back if it returns.
 """
 
+import json
+
 from django.db import models
 from django.db.models import Q
 
@@ -110,6 +112,11 @@ class McpTool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def input_schema_json(self) -> str:
+        """The schema as indented JSON, for people to read."""
+        return json.dumps(self.input_schema, indent=2, sort_keys=True)
 
 
 class McpDiscovery(models.Model):

@@ -46,6 +46,7 @@ NAVIGATION = (
     ("Users", "activity:user_list", "users", False),
     ("Runs", "activity:run_list", "runs", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
+    ("Tools", "tools:server_list", "tools", False),
     ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
     ("API keys", "workspaces:api_key_list", "api_keys", False),
 )
