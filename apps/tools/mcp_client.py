@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -85,9 +86,17 @@ class _Budget:
     def take(self, size: int) -> None:
         self.used += size
         if self.used > self.max_bytes:
-            raise DiscoveryError(
-                f"The server sent more than {self.max_bytes // 1024} KB; discovery stopped."
-            )
+            raise self._exceeded()
+
+    def check_declared(self, size: int) -> None:
+        """Refuse a body whose Content-Length alone is past what is left."""
+        if self.used + size > self.max_bytes:
+            raise self._exceeded()
+
+    def _exceeded(self) -> DiscoveryError:
+        return DiscoveryError(
+            f"The server sent more than {self.max_bytes // 1024} KB; discovery stopped."
+        )
 
 
 class _BudgetedStream(httpx2.AsyncByteStream):
@@ -159,7 +168,11 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
                 raise BlockedURL(f"The server redirected to a refused address: {exc}") from None
         declared = response.headers.get("content-length", "")
         if declared.isdigit():
-            self._budget.take(0 if int(declared) <= self._budget.max_bytes else int(declared))
+            try:
+                self._budget.check_declared(int(declared))
+            except DiscoveryError:
+                await response.aclose()
+                raise
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         response.stream = _BudgetedStream(response.stream, self._budget)
         return response
@@ -359,23 +372,24 @@ def list_remote_tools(
     limits: Limits | None = None,
     allow_loopback: bool | None = None,
 ) -> Listing:
-    """Connect to an MCP server and list all its tools; raises DiscoveryError."""
+    """Connect to an MCP server and list all its tools; raises DiscoveryError.
+
+    The event loop runs in a thread of its own, so this works from any caller: a Celery
+    worker, or a thread that already runs a loop (an async view, Playwright's sync API).
+    """
     limits = limits or Limits()
-    try:
-        return anyio.run(
-            functools.partial(
-                _discover,
-                url,
-                headers=headers or {},
-                limits=limits,
-                allow_loopback=allow_loopback,
-            )
-        )
-    except DiscoveryError:
-        raise
-    except TimeoutError:
-        raise _message_for(TimeoutError(), limits=limits) from None
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
+    run = functools.partial(
+        anyio.run,
+        functools.partial(
+            _discover, url, headers=headers or {}, limits=limits, allow_loopback=allow_loopback
+        ),
+    )
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-discovery") as executor:
+        try:
+            return executor.submit(run).result()
+        except DiscoveryError:
             raise
-        raise _as_discovery_error(exc, limits=limits) from None
+        except TimeoutError:
+            raise _message_for(TimeoutError(), limits=limits) from None
+        except Exception as exc:
+            raise _as_discovery_error(exc, limits=limits) from None

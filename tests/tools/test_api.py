@@ -271,3 +271,24 @@ def test_tools_list_pages_by_name(tools_api, loopback, streamable, weather):
         if not page["has_more"]:
             break
     assert names == ["a_one", "alerts", "b_two", "c_three", "forecast"]
+
+
+def test_list_costs_the_same_number_of_queries_for_any_page_size(tools_api, agent):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries_for_list() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert tools_api.get("/v1/mcp_servers?limit=100").status == 200
+        return len(captured)
+
+    queries_for_list()  # the key's lookup is cached after the first request
+    McpServer.objects.create(agent=agent, name="one", url="https://93.184.215.14/0")
+    few = queries_for_list()
+    McpServer.objects.bulk_create(
+        [
+            McpServer(agent=agent, name=f"s{i}", url=f"https://93.184.215.14/{i}")
+            for i in range(1, 40)
+        ]
+    )
+    assert queries_for_list() == few

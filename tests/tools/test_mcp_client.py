@@ -138,3 +138,19 @@ async def test_a_compressed_body_is_refused(httpserver):
     async with httpx2.AsyncClient(transport=transport) as client:
         with pytest.raises(DiscoveryError, match="compressed"):
             await client.get(httpserver.url_for("/gz"))
+
+
+@pytest.mark.anyio
+async def test_a_declared_body_past_the_budget_is_refused_before_reading(httpserver):
+    httpserver.expect_request("/big").respond_with_data(b"x" * 4096)
+    transport = GuardedTransport(budget=_Budget(1024), allow_loopback=True)
+    async with httpx2.AsyncClient(transport=transport) as client:
+        with pytest.raises(DiscoveryError, match="more than 1 KB"):
+            await client.get(httpserver.url_for("/big"))
+
+
+@pytest.mark.anyio
+async def test_discovery_works_from_a_thread_that_already_runs_a_loop(streamable):
+    """Playwright's sync API and async views leave a loop running in the caller's thread."""
+    listing = list_remote_tools(streamable.url, allow_loopback=True, limits=FAST)
+    assert {tool.name for tool in listing.tools} == {"forecast", "alerts"}
