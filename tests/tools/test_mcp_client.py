@@ -3,8 +3,11 @@ listing, the network guard on every request and redirect, timeouts and size caps
 
 from __future__ import annotations
 
+import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+import anyio
 import httpx2
 import pytest
 
@@ -19,6 +22,26 @@ from apps.tools.mcp_client import (
 from tests.tools.mcp_servers import add_tool
 
 FAST = Limits(connect_timeout=2, read_timeout=1, total_timeout=5)
+
+
+def _in_fresh_thread(call):
+    # Not on the test's thread: another test in this process may have left a loop there
+    # (Playwright's sync API does).
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(call).result()
+
+
+def _get(url: str, *, budget: int, follow_redirects: bool = False) -> httpx2.Response:
+    """One GET through GuardedTransport, body read, as the SDK's transports would send it."""
+
+    async def get():
+        transport = GuardedTransport(budget=_Budget(budget), allow_loopback=True)
+        async with httpx2.AsyncClient(transport=transport, follow_redirects=follow_redirects) as c:
+            response = await c.get(url)
+            await response.aread()
+            return response
+
+    return _in_fresh_thread(lambda: anyio.run(get))
 
 
 def test_lists_the_tools_of_a_streamable_http_server(streamable):
@@ -107,50 +130,41 @@ def test_a_redirect_to_a_private_address_is_refused_without_connecting(httpserve
     assert "169.254.169.254" in message
 
 
-@pytest.mark.anyio
-async def test_the_transport_checks_every_hop_a_client_follows(httpserver):
+def test_the_transport_checks_every_hop_a_client_follows(httpserver):
     """Whoever follows redirects (the SDK does, within an origin), each hop goes through the
     guard: here httpx2 itself follows, and the second hop is refused before any connection."""
     httpserver.expect_request("/start").respond_with_data(
         "", status=302, headers={"Location": "http://10.0.0.1/next"}
     )
-    transport = GuardedTransport(budget=_Budget(1024 * 1024), allow_loopback=True)
-    async with httpx2.AsyncClient(transport=transport, follow_redirects=True) as client:
-        with pytest.raises(BlockedURL, match=r"10\.0\.0\.1"):
-            await client.get(httpserver.url_for("/start"))
+    with pytest.raises(BlockedURL, match=r"10\.0\.0\.1"):
+        _get(httpserver.url_for("/start"), budget=1024 * 1024, follow_redirects=True)
 
 
-@pytest.mark.anyio
-async def test_the_transport_refuses_private_addresses_outright():
-    transport = GuardedTransport(budget=_Budget(1024), allow_loopback=True)
-    async with httpx2.AsyncClient(transport=transport) as client:
-        for url in ("http://10.0.0.1/mcp", "http://169.254.169.254/", "http://[::ffff:10.0.0.1]/"):
-            with pytest.raises(BlockedURL, match="not public"):
-                await client.get(url)
+def test_the_transport_refuses_private_addresses_outright():
+    for url in ("http://10.0.0.1/mcp", "http://169.254.169.254/", "http://[::ffff:10.0.0.1]/"):
+        with pytest.raises(BlockedURL, match="not public"):
+            _get(url, budget=1024)
 
 
-@pytest.mark.anyio
-async def test_a_compressed_body_is_refused(httpserver):
+def test_a_compressed_body_is_refused(httpserver):
     httpserver.expect_request("/gz").respond_with_data(
         b"\x1f\x8b" + bytes(20), headers={"Content-Encoding": "gzip"}
     )
-    transport = GuardedTransport(budget=_Budget(1024 * 1024), allow_loopback=True)
-    async with httpx2.AsyncClient(transport=transport) as client:
-        with pytest.raises(DiscoveryError, match="compressed"):
-            await client.get(httpserver.url_for("/gz"))
+    with pytest.raises(DiscoveryError, match="compressed"):
+        _get(httpserver.url_for("/gz"), budget=1024 * 1024)
 
 
-@pytest.mark.anyio
-async def test_a_declared_body_past_the_budget_is_refused_before_reading(httpserver):
+def test_a_declared_body_past_the_budget_is_refused_before_reading(httpserver):
     httpserver.expect_request("/big").respond_with_data(b"x" * 4096)
-    transport = GuardedTransport(budget=_Budget(1024), allow_loopback=True)
-    async with httpx2.AsyncClient(transport=transport) as client:
-        with pytest.raises(DiscoveryError, match="more than 1 KB"):
-            await client.get(httpserver.url_for("/big"))
+    with pytest.raises(DiscoveryError, match="more than 1 KB"):
+        _get(httpserver.url_for("/big"), budget=1024)
 
 
-@pytest.mark.anyio
-async def test_discovery_works_from_a_thread_that_already_runs_a_loop(streamable):
+def test_discovery_works_from_a_thread_that_already_runs_a_loop(streamable):
     """Playwright's sync API and async views leave a loop running in the caller's thread."""
-    listing = list_remote_tools(streamable.url, allow_loopback=True, limits=FAST)
+
+    async def caller_with_a_running_loop():
+        return list_remote_tools(streamable.url, allow_loopback=True, limits=FAST)
+
+    listing = _in_fresh_thread(lambda: asyncio.run(caller_with_a_running_loop()))
     assert {tool.name for tool in listing.tools} == {"forecast", "alerts"}
