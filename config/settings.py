@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "apps.knowledge",
     "apps.webhooks",
     "apps.usage",
+    "apps.tools",
 ]
 
 MIDDLEWARE = [
@@ -174,6 +175,18 @@ MEDIA_URL = "/media/"
 # local server. Private, link-local and metadata addresses stay refused even when it is on.
 NETGUARD_ALLOW_LOOPBACK = env_bool("NETGUARD_ALLOW_LOOPBACK_FOR_TESTS", False)
 
+# --- Tool servers (apps.tools) ----------------------------------------------------------
+# Auth headers of MCP tool servers are encrypted at rest with a Fernet key derived (HKDF) from
+# this value; empty derives it from SECRET_KEY. Set it to keep the headers readable when
+# SECRET_KEY rotates (changing it makes stored headers unreadable: owners enter them again).
+TOOLS_ENCRYPTION_KEY = env_str("TOOLS_ENCRYPTION_KEY", "")
+# Bounds of one discovery (seconds, bytes from the server, tools listed).
+TOOLS_DISCOVERY_CONNECT_TIMEOUT = 5.0
+TOOLS_DISCOVERY_READ_TIMEOUT = 15.0
+TOOLS_DISCOVERY_TOTAL_TIMEOUT = 45.0
+TOOLS_DISCOVERY_MAX_BYTES = 4 * 1024 * 1024
+TOOLS_DISCOVERY_MAX_TOOLS = 500
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.HasScope"],
@@ -210,6 +223,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "Runs"},
         {"name": "Knowledge"},
         {"name": "Webhooks"},
+        {"name": "Tools"},
         {"name": "Connection"},
         {"name": "Ingest"},
         {"name": "API keys"},
@@ -267,6 +281,8 @@ LOGGING = {
     "loggers": {
         "django.request": {"level": "ERROR"},
         "django.server": {"level": "WARNING"},
+        # httpx2 logs every request URL at INFO; tool-server URLs may carry tokens in queries.
+        "httpx2": {"level": "WARNING"},
     },
 }
 
@@ -275,4 +291,6 @@ CELERY_BEAT_SCHEDULE = {
     "knowledge-refresh-due": {"task": "knowledge.refresh_due", "schedule": 60.0},
     "knowledge-recover-stalled": {"task": "knowledge.recover_stalled", "schedule": 60.0},
     "webhooks-dispatch-due": {"task": "webhooks.dispatch_due", "schedule": 5.0},
+    # Daily rediscovery of tool servers is a due time per server (next_discovery_at).
+    "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
 }

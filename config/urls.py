@@ -28,6 +28,7 @@ urlpatterns = [
     path("knowledge/", include("apps.knowledge.urls")),
     path("webhooks/", include("apps.webhooks.urls")),
     path("", include("apps.usage.urls")),
+    path("tools/", include("apps.tools.urls")),
 ]
 
 if settings.DEBUG:

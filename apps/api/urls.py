@@ -8,6 +8,7 @@ from apps.activity import api_urls as activity
 from apps.api import views
 from apps.api.routing import Route, agent_form_only, both_forms, plain_form_only
 from apps.knowledge import api_urls as knowledge
+from apps.tools import api_urls as tools
 from apps.usage import api_urls as usage
 from apps.webhooks import api_urls as webhooks
 from apps.workspaces import api_urls as workspaces
@@ -29,6 +30,7 @@ urlpatterns = [
         + webhooks.routes
         + workspaces.routes
         + usage.routes
+        + tools.routes
     ),
     *plain_form_only(activity.browser_routes),
     *agent_form_only(

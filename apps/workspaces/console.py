@@ -48,6 +48,7 @@ NAVIGATION = (
     ("Runs", "activity:run_list", "runs", False),
     ("Usage", "usage:usage_overview", "usage", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
+    ("Tools", "tools:server_list", "tools", False),
     ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
     ("Agents", "workspaces:agent_list", "agents", False),
     ("API keys", "workspaces:api_key_list", "api_keys", False),

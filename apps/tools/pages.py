@@ -1,0 +1,154 @@
+"""The console's Tools page: an Agent's MCP tool servers (add, status, discover), each
+server's tools with per-tool toggles, and its change log. Members view; owners change.
+
+Thin: every rule lives in apps.tools.services and selectors, shared with the API.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from apps.common.errors import ServiceError
+from apps.common.keyset import page_request, paginate
+from apps.tools import selectors, services
+from apps.tools.api import DISCOVERY_KEYSET, SERVER_KEYSET, TOOL_KEYSET
+from apps.workspaces.console import console_view
+
+LIST_TEMPLATE = "tools/server_list.html"
+DETAIL_TEMPLATE = "tools/server_detail.html"
+PAGE_SIZE = 50
+HEADER_ROWS = 3
+
+
+def _page(queryset, keyset, request: HttpRequest, *, param: str = "after"):
+    after = request.GET.get(param)
+    params = {"after": after} if after else {}
+    try:
+        return paginate(queryset, keyset=keyset, page=page_request(params, default_limit=PAGE_SIZE))
+    except ServiceError:  # a stale or edited cursor: start from the top
+        return paginate(queryset, keyset=keyset, page=page_request({}, default_limit=PAGE_SIZE))
+
+
+def _headers_from_form(request: HttpRequest) -> dict[str, str]:
+    names = request.POST.getlist("header_name")
+    values = request.POST.getlist("header_value")
+    headers: dict[str, str] = {}
+    for name, value in zip(names, values, strict=False):
+        if name.strip() or value.strip():
+            headers[name.strip()] = value
+    return headers
+
+
+def _list(request: HttpRequest, *, status: int = 200, form: dict | None = None) -> HttpResponse:
+    page = _page(selectors.server_list(agent=request.agent), SERVER_KEYSET, request)
+    context = {
+        "section": "tools",
+        "servers": page.rows,
+        "next_cursor": page.next_cursor,
+        "form": form or {},
+        "header_rows": range(HEADER_ROWS),
+    }
+    return render(request, LIST_TEMPLATE, context, status=status)
+
+
+@require_GET
+@console_view
+def server_list(request: HttpRequest) -> HttpResponse:
+    return _list(request)
+
+
+@require_POST
+@console_view(owner_required=True)
+def server_add(request: HttpRequest) -> HttpResponse:
+    url = request.POST.get("url", "")
+    name = request.POST.get("name", "").strip() or None
+    try:
+        server = services.server_create(
+            agent=request.agent, url=url, name=name, auth_headers=_headers_from_form(request)
+        )
+    except ServiceError as exc:
+        form = {"error": exc.message, "url": url, "name": name or ""}
+        return _list(request, status=400, form=form)
+    messages.success(request, f"Added {server.name}; discovering its tools.")
+    return redirect("tools:server_detail", server_id=server.pk)
+
+
+def _detail_context(request: HttpRequest, server_id: str) -> dict:
+    server = selectors.server_get(agent=request.agent, server_id=server_id)
+    tools = _page(
+        selectors.tool_list(agent=request.agent, server_id=server_id),
+        TOOL_KEYSET,
+        request,
+        param="tools_after",
+    )
+    changes = _page(
+        selectors.discovery_list(agent=request.agent, server_id=server_id),
+        DISCOVERY_KEYSET,
+        request,
+    )
+    return {
+        "section": "tools",
+        "server": server,
+        "tools": tools.rows,
+        "tools_next": tools.next_cursor,
+        "changes": changes.rows,
+        "changes_next": changes.next_cursor,
+    }
+
+
+@require_GET
+@console_view
+def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
+    if request.htmx and request.GET.get("partial") == "status":
+        server = selectors.server_get(agent=request.agent, server_id=server_id)
+        response = render(request, f"{DETAIL_TEMPLATE}#server-status", {"server": server})
+        if server.status != server.Status.PENDING:
+            # Settled: stop polling and reload, so the tools and the change log show.
+            response.status_code = HttpResponseStopPolling.status_code
+            response["HX-Refresh"] = "true"
+        return response
+    return render(request, DETAIL_TEMPLATE, _detail_context(request, server_id))
+
+
+@require_POST
+@console_view(owner_required=True)
+def server_discover(request: HttpRequest, server_id: str) -> HttpResponse:
+    services.server_discover_request(agent=request.agent, server_id=server_id)
+    if request.htmx:
+        server = selectors.server_get(agent=request.agent, server_id=server_id)
+        return render(request, f"{DETAIL_TEMPLATE}#server-status", {"server": server})
+    return redirect("tools:server_detail", server_id=server_id)
+
+
+@require_POST
+@console_view(owner_required=True)
+def server_toggle(request: HttpRequest, server_id: str) -> HttpResponse:
+    enabled = request.POST.get("enabled") == "true"
+    services.server_update(agent=request.agent, server_id=server_id, enabled=enabled)
+    messages.success(request, "Server enabled." if enabled else "Server disabled.")
+    return redirect("tools:server_detail", server_id=server_id)
+
+
+@require_POST
+@console_view(owner_required=True)
+def server_delete(request: HttpRequest, server_id: str) -> HttpResponse:
+    server = selectors.server_get(agent=request.agent, server_id=server_id)
+    services.server_delete(agent=request.agent, server_id=server_id)
+    messages.success(request, f"Removed “{server.name}” and its tools.")
+    return redirect("tools:server_list")
+
+
+@require_POST
+@console_view(owner_required=True)
+def tool_toggle(request: HttpRequest, server_id: str, name: str) -> HttpResponse:
+    enabled = request.POST.get("enabled") == "true"
+    tool = services.tool_set_enabled(
+        agent=request.agent, server_id=server_id, name=name, enabled=enabled
+    )
+    if request.htmx:
+        return render(request, f"{DETAIL_TEMPLATE}#tool-row", {"tool": tool, "server": tool.server})
+    return redirect("tools:server_detail", server_id=server_id)

@@ -1,0 +1,160 @@
+"""The Tools console pages: list and add (owners), server detail with tools and change log,
+status polling, tool toggles over htmx; members read, owners change; other Agents 404."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from apps.tools import services, tasks
+from apps.tools.models import McpServer, McpTool
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HX-Request": "true"}
+
+
+def _client_for(user, agent) -> Client:
+    from apps.workspaces.console import SESSION_AGENT_KEY
+
+    client = Client()
+    client.force_login(user)
+    session = client.session
+    session[SESSION_AGENT_KEY] = agent.pk
+    session.save()
+    return client
+
+
+@pytest.fixture
+def owner_client(owner, agent):
+    return _client_for(owner, agent)
+
+
+@pytest.fixture
+def member_client(member, agent):
+    return _client_for(member, agent)
+
+
+@pytest.fixture
+def discovered(agent, loopback, streamable) -> McpServer:
+    server = services.server_create(agent=agent, url=streamable.url, name="Weather")
+    tasks.discover.run(server.pk)
+    server.refresh_from_db()
+    return server
+
+
+@pytest.mark.smoke
+def test_empty_list_lights_the_nav_and_offers_the_form(owner_client):
+    response = owner_client.get("/tools/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'aria-current="page">Tools<' in html
+    assert "No tool servers yet" in html
+    assert 'id="add-server-form"' in html
+
+
+def test_members_see_servers_but_no_forms(member_client, discovered):
+    html = member_client.get("/tools/").content.decode()
+    assert "Weather" in html
+    assert 'id="add-server-form"' not in html
+    detail = member_client.get(f"/tools/{discovered.pk}/").content.decode()
+    assert "forecast" in detail
+    assert 'id="discover-button"' not in detail
+    assert "toggle-button" not in detail
+
+
+def test_members_cannot_change_anything(member_client, discovered):
+    for path in (
+        "/tools/add/",
+        f"/tools/{discovered.pk}/discover/",
+        f"/tools/{discovered.pk}/toggle/",
+        f"/tools/{discovered.pk}/delete/",
+        f"/tools/{discovered.pk}/tools/forecast/toggle/",
+    ):
+        assert member_client.post(path, {"url": "https://93.184.215.14/x"}).status_code == 403
+    assert McpServer.objects.count() == 1
+    assert McpTool.objects.filter(enabled=False).count() == 0
+
+
+def test_add_server_with_headers_redirects_to_its_page(owner_client, agent):
+    response = owner_client.post(
+        "/tools/add/",
+        {
+            "url": "https://93.184.215.14/mcp",
+            "name": "Remote",
+            "header_name": ["Authorization", ""],
+            "header_value": ["Bearer top-secret", ""],
+        },
+    )
+    server = McpServer.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/tools/{server.pk}/"
+    assert server.auth_header_names == ["Authorization"]
+    html = owner_client.get(response["Location"]).content.decode()
+    assert "Discovering" in html
+    assert 'hx-trigger="every 2s"' in html
+    assert "top-secret" not in html
+
+
+def test_a_private_url_is_a_form_error(owner_client):
+    response = owner_client.post("/tools/add/", {"url": "http://10.0.0.1/mcp"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'id="add-server-error"' in html
+    assert "not public" in html
+    assert not McpServer.objects.exists()
+
+
+def test_detail_shows_tools_and_the_change_log(owner_client, discovered):
+    html = owner_client.get(f"/tools/{discovered.pk}/").content.decode()
+    assert 'data-status="connected"' in html
+    assert "Forecast for a city." in html
+    assert "&quot;city&quot;" in html  # the input schema, as JSON
+    assert "Server added" in html
+    assert "Added: <code>alerts</code>, <code>forecast</code>" in html
+
+
+def test_status_partial_stops_polling_once_settled(owner_client, agent, discovered):
+    response = owner_client.get(f"/tools/{discovered.pk}/?partial=status", headers=HTMX)
+    assert response.status_code == 286
+    assert response["HX-Refresh"] == "true"
+    services.server_discover_request(agent=agent, server_id=discovered.pk)
+    response = owner_client.get(f"/tools/{discovered.pk}/?partial=status", headers=HTMX)
+    assert response.status_code == 200
+    assert "Discovering" in response.content.decode()
+
+
+def test_discover_now_over_htmx_returns_the_polling_status(owner_client, discovered):
+    response = owner_client.post(f"/tools/{discovered.pk}/discover/", headers=HTMX)
+    assert response.status_code == 200
+    assert 'hx-trigger="every 2s"' in response.content.decode()
+    discovered.refresh_from_db()
+    assert discovered.status == "pending"
+
+
+def test_toggle_a_tool_in_place(owner_client, discovered):
+    response = owner_client.post(
+        f"/tools/{discovered.pk}/tools/forecast/toggle/", {"enabled": "false"}, headers=HTMX
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.strip().startswith("<tr")
+    assert 'aria-pressed="false"' in html
+    assert McpTool.objects.get(server=discovered, name="forecast").enabled is False
+
+
+def test_disable_and_delete_a_server(owner_client, discovered):
+    owner_client.post(f"/tools/{discovered.pk}/toggle/", {"enabled": "false"})
+    discovered.refresh_from_db()
+    assert discovered.enabled is False
+    response = owner_client.post(f"/tools/{discovered.pk}/delete/")
+    assert response.status_code == 302
+    assert not McpServer.objects.exists()
+
+
+def test_another_agents_server_is_a_404_page(owner_client, sibling_agent):
+    other = services.server_create(agent=sibling_agent, url="https://93.184.215.14/mcp")
+    assert owner_client.get(f"/tools/{other.pk}/").status_code == 404
+    assert owner_client.post(f"/tools/{other.pk}/discover/").status_code == 404
+    assert owner_client.post(f"/tools/{other.pk}/delete/").status_code == 404
+    assert McpServer.objects.filter(pk=other.pk).exists()
