@@ -161,6 +161,8 @@ API_RATE_LIMIT = env_str("API_RATE_LIMIT", "600/minute")
 API_KEY_PREFIX = "ack"
 API_MAX_JSON_BODY_BYTES = env_int("API_MAX_JSON_BODY_BYTES", 1024 * 1024, minimum=1024)
 API_MAX_INGEST_BODY_BYTES = env_int("API_MAX_INGEST_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
+# Objects and arrays nested deeper than this in a request body are a 400 (apps.api.parsing).
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 64, minimum=2)
 KNOWLEDGE_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024

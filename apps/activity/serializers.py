@@ -21,7 +21,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, RunStatus
-from apps.api.serializers import StrictCharField, StrictIntegerField, StrictSerializer
+from apps.api.serializers import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictListField,
+    StrictSerializer,
+)
 from apps.common.errors import BadRequest
 
 MAX_RECORDS_PER_REQUEST = 1000
@@ -181,7 +186,7 @@ class StrictNumberField(serializers.Field):
         return value
 
 
-class StrictStringListField(serializers.ListField):
+class StrictStringListField(StrictListField):
     def __init__(self, **kwargs) -> None:
         super().__init__(child=StrictCharField(max_length=255), **kwargs)
 
