@@ -19,6 +19,7 @@ PACKAGES=(
   fonts-noto-cjk           # browser screenshots of CJK text
   postgresql-client        # pg_isready in scripts/ensure_services.sh
   redis-tools              # redis-cli in scripts/ensure_services.sh
+  redis-server             # outage tests start their own redis-server to pause or stop
 )
 # Installed when the OS offers them; the feature that uses one has a fallback without it.
 OPTIONAL=()
