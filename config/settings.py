@@ -57,6 +57,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Console pages answer a styled 503 while the database is unreachable (the API does its own).
+    "apps.workspaces.middleware.DatabaseUnavailablePageMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
