@@ -21,6 +21,7 @@ stopped. The worker may fetch from 127.0.0.1 only through the test-only loopback
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -82,18 +83,14 @@ class CuttableProxy:
             pass
         finally:
             for end in (source, sink):
-                try:
+                with contextlib.suppress(OSError):
                     end.close()
-                except OSError:
-                    pass
 
     def cut(self) -> None:
         self.open.clear()
         for sock in self.sockets:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         self.sockets.clear()
 
     def restore(self) -> None:
@@ -118,10 +115,8 @@ class HeldPage:
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                try:
+                with contextlib.suppress(OSError):
                     self.wfile.write(body)
-                except OSError:
-                    pass
 
             def log_message(self, *args):
                 pass
@@ -139,7 +134,9 @@ def ensure_database(url: str) -> None:
     name = url.rsplit("/", 1)[1]
     admin = url.rsplit("/", 1)[0] + "/postgres"
     with psycopg.connect(admin, autocommit=True) as connection:
-        if not connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+        if not connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
+        ).fetchone():
             connection.execute(f'CREATE DATABASE "{name}"')
 
 
@@ -244,9 +241,13 @@ def wait(predicate, timeout: float, step: float = 0.25):
 def multipart(name: str, data: bytes) -> tuple[bytes, str]:
     boundary = "drill-boundary"
     body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
-        f"Content-Type: application/octet-stream\r\n\r\n"
-    ).encode() + data + f"\r\n--{boundary}--\r\n".encode()
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     return body, f"multipart/form-data; boundary={boundary}"
 
 
@@ -290,8 +291,9 @@ def drill_database_outage(proxy: CuttableProxy, client: Client, outage: float) -
     proxy.restore()
     back_at = time.monotonic()
     wait(
-        lambda: client.api("GET", "/v1/connection")[0] == 200
-        and client.page("/api-keys/")[0] == 200,
+        lambda: (
+            client.api("GET", "/v1/connection")[0] == 200 and client.page("/api-keys/")[0] == 200
+        ),
         timeout=60,
         step=0.1,
     )
