@@ -60,6 +60,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "apps.common.security.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Console pages answer a styled 503 while the database is unreachable (the API does its own).
+    "apps.workspaces.middleware.DatabaseUnavailablePageMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -162,9 +164,21 @@ API_RATE_LIMIT = env_str("API_RATE_LIMIT", "600/minute")
 API_KEY_PREFIX = "ack"
 API_MAX_JSON_BODY_BYTES = env_int("API_MAX_JSON_BODY_BYTES", 1024 * 1024, minimum=1024)
 API_MAX_INGEST_BODY_BYTES = env_int("API_MAX_INGEST_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
+# Objects and arrays nested deeper than this in a request body are a 400 (apps.api.parsing).
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 64, minimum=2)
 KNOWLEDGE_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 # Scanned PDF pages are read by OCR (Debian's tesseract) unless this is off.
 KNOWLEDGE_OCR = env_bool("KNOWLEDGE_OCR", True)
+# Recovery of interrupted work (docs/faults.md): a worker's claim lasts this long unless its
+# heartbeat renews it; the sweeper runs this often; a queued task never claimed is queued again
+# after the grace period (a task that could not be queued at all is picked up by the next sweep).
+KNOWLEDGE_CLAIM_LEASE_SECONDS = env_int("KNOWLEDGE_CLAIM_LEASE_SECONDS", 30, minimum=3)
+KNOWLEDGE_RECOVER_INTERVAL_SECONDS = env_int("KNOWLEDGE_RECOVER_INTERVAL_SECONDS", 15, minimum=1)
+KNOWLEDGE_QUEUE_GRACE_SECONDS = env_int("KNOWLEDGE_QUEUE_GRACE_SECONDS", 300, minimum=10)
+WEBHOOK_DISPATCH_INTERVAL_SECONDS = env_int("WEBHOOK_DISPATCH_INTERVAL_SECONDS", 5, minimum=1)
+# One webhook attempt stops after connect + read timeout; its claim lasts 10 s longer.
+WEBHOOK_CONNECT_TIMEOUT = env_int("WEBHOOK_CONNECT_TIMEOUT", 5, minimum=1)
+WEBHOOK_READ_TIMEOUT = env_int("WEBHOOK_READ_TIMEOUT", 10, minimum=1)
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES
@@ -289,8 +303,14 @@ LOGGING = {
 # Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).
 CELERY_BEAT_SCHEDULE = {
     "knowledge-refresh-due": {"task": "knowledge.refresh_due", "schedule": 60.0},
-    "knowledge-recover-stalled": {"task": "knowledge.recover_stalled", "schedule": 60.0},
-    "webhooks-dispatch-due": {"task": "webhooks.dispatch_due", "schedule": 5.0},
+    "knowledge-recover-stalled": {
+        "task": "knowledge.recover_stalled",
+        "schedule": float(KNOWLEDGE_RECOVER_INTERVAL_SECONDS),
+    },
+    "webhooks-dispatch-due": {
+        "task": "webhooks.dispatch_due",
+        "schedule": float(WEBHOOK_DISPATCH_INTERVAL_SECONDS),
+    },
     # Daily rediscovery of tool servers is a due time per server (next_discovery_at).
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
 }

@@ -29,6 +29,7 @@ PACKAGES=(
   tesseract-ocr-hin
   postgresql-client        # pg_isready in scripts/ensure_services.sh
   redis-tools              # redis-cli in scripts/ensure_services.sh
+  redis-server             # outage tests start their own redis-server to pause or stop
 )
 # Installed when the OS offers them; the feature that uses one has a fallback without it.
 OPTIONAL=()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -36,9 +37,12 @@ def worker_environment(**extra: str) -> dict[str, str]:
 
 
 class WorkerProcess:
-    def __init__(self, *, queues: str = "celery", concurrency: int = 1, **env: str) -> None:
+    def __init__(
+        self, *, queues: str = "celery", concurrency: int = 1, name: str = "celery", **env: str
+    ) -> None:
         self.queues = queues
         self.concurrency = concurrency
+        self.hostname = f"{name}@{socket.gethostname()}"
         self.env = worker_environment(**env)
         self.process: subprocess.Popen | None = None
 
@@ -56,6 +60,7 @@ class WorkerProcess:
                 "--pool=prefork",
                 "-Q",
                 self.queues,
+                f"--hostname={self.hostname}",
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
@@ -79,6 +84,43 @@ class WorkerProcess:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+class BeatProcess:
+    """A real `celery beat` (the production scheduler) with its schedule file in `folder`."""
+
+    def __init__(self, folder: Path, **env: str) -> None:
+        self.folder = folder
+        self.env = worker_environment(**env)
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> BeatProcess:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "beat",
+                "--loglevel=WARNING",
+                f"--schedule={self.folder / 'beat-schedule'}",
+                f"--pidfile={self.folder / 'beat.pid'}",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
+        )
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
 
 
 def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.2, message: str = ""):

@@ -22,6 +22,7 @@ from apps.api.serializers import (
     StrictCharField,
     StrictDateTimeField,
     StrictIntegerField,
+    StrictListField,
     StrictSerializer,
 )
 from apps.common.errors import BadRequest
@@ -168,7 +169,7 @@ class StrictNumberField(serializers.Field):
         return value
 
 
-class StrictStringListField(serializers.ListField):
+class StrictStringListField(StrictListField):
     def __init__(self, **kwargs) -> None:
         super().__init__(child=StrictCharField(max_length=255), **kwargs)
 

@@ -35,6 +35,9 @@ def error_response(error: errors.ServiceError) -> HttpResponse:
         )
     elif isinstance(error, errors.RateLimited | errors.ServiceUnavailable):
         response["Retry-After"] = str(error.retry_after)
+    if isinstance(error, errors.ServiceUnavailable):
+        # Whoever raised it logged one warning; Django would add an ERROR line per request.
+        response._has_been_logged = True  # type: ignore[attr-defined]
     return response
 
 

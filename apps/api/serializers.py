@@ -45,6 +45,13 @@ class StrictIntegerField(serializers.IntegerField):
 
 
 class StrictCharField(serializers.CharField):
+    def run_validation(self, data=serializers.empty):
+        # Before DRF's own checks, which call str() on the value: a deeply nested object would
+        # recurse past Python's limit there.
+        if data is not serializers.empty and data is not None and not isinstance(data, str):
+            raise serializers.ValidationError("Must be a JSON string.")
+        return super().run_validation(data)
+
     def to_internal_value(self, data):
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a JSON string.")
@@ -75,6 +82,27 @@ class StrictDateTimeField(serializers.Field):
 
     def to_representation(self, value):
         return value
+
+
+class StrictListField(serializers.ListField):
+    """A JSON array, checked for its length before its items and stopping at the first bad
+    item: DRF's own list validates every item and collects one error per item, seconds of work
+    for an array of 50,000 wrong values."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Must be a JSON array.")
+        if not self.allow_empty and not data:
+            raise serializers.ValidationError("Must not be empty.")
+        if self.max_length is not None and len(data) > self.max_length:
+            raise serializers.ValidationError(f"Must have at most {self.max_length} items.")
+        values = []
+        for index, item in enumerate(data):
+            try:
+                values.append(self.child.run_validation(item))
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({str(index): exc.detail}) from None
+        return values
 
 
 class ErrorOut(serializers.Serializer):

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -41,11 +44,24 @@ Status = KnowledgeDocument.Status
 RefreshStatus = KnowledgeDocument.RefreshStatus
 SourceType = KnowledgeDocument.SourceType
 
-# A worker holds its claim this long; longer than the task's hard time limit, so a live
-# worker never loses its claim, and short enough that a dead one is noticed soon.
-LEASE = timedelta(seconds=getattr(settings, "KNOWLEDGE_CLAIM_LEASE_SECONDS", 300))
-# Work queued this long ago and never claimed is queued again (the broker may have lost it).
-QUEUE_GRACE = timedelta(minutes=5)
+
+def claim_lease() -> timedelta:
+    """How long a claim lasts without a heartbeat (KNOWLEDGE_CLAIM_LEASE_SECONDS, 30 s).
+
+    A live worker renews it every third of that while it works (`_heartbeat`), so a long fetch
+    or extraction keeps its claim; a killed worker's claim runs out within one lease, and the
+    `knowledge.recover_stalled` sweep (every KNOWLEDGE_RECOVER_INTERVAL_SECONDS) queues it again.
+    """
+    return timedelta(seconds=settings.KNOWLEDGE_CLAIM_LEASE_SECONDS)
+
+
+def queue_grace() -> timedelta:
+    """Work queued this long ago and never claimed is queued again: the broker lost the message
+    (a Redis restart without persistence, a killed worker's prefetched task). Long, because a
+    busy queue is not a lost one; a task that could not be queued at all does not wait for it."""
+    return timedelta(seconds=settings.KNOWLEDGE_QUEUE_GRACE_SECONDS)
+
+
 # A document whose work was claimed this many times without finishing fails for good.
 MAX_ATTEMPTS = 3
 EXTRACT_TIMEOUT_S = 60
@@ -88,13 +104,44 @@ def _claim(document_id: str, *, work: Q) -> tuple[str, KnowledgeDocument | None]
     claimed = (
         KnowledgeDocument.objects.filter(work, pk=document_id)
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(claimed_until=now + LEASE, attempts=F("attempts") + 1)
+        .update(claimed_until=now + claim_lease(), attempts=F("attempts") + 1)
     )
     if not claimed:
         busy = KnowledgeDocument.objects.filter(work, pk=document_id).exists()
         return ("busy" if busy else "obsolete"), None
     document = KnowledgeDocument.objects.filter(pk=document_id).first()
     return ("claimed", document) if document is not None else ("obsolete", None)
+
+
+@contextmanager
+def _heartbeat(document_id: str, *, work: Q) -> Iterator[None]:
+    """Renew the claim every third of the lease while the caller works.
+
+    A thread of its own (with its own database connection) does it, because the caller spends
+    its time blocked in a fetch or waiting for the extraction subprocess. The renewal only
+    touches a claim that is still held, so a document released or deleted meanwhile is left.
+    """
+    lease = claim_lease()
+    stop = threading.Event()
+
+    def renew() -> None:
+        try:
+            while not stop.wait(lease.total_seconds() / 3):
+                KnowledgeDocument.objects.filter(
+                    work, pk=document_id, claimed_until__isnull=False
+                ).update(claimed_until=timezone.now() + lease)
+        except Exception:  # noqa: BLE001 - a missed renewal only risks a duplicate attempt
+            logger.warning("could not renew the claim on %s", document_id, exc_info=True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=renew, name=f"claim-heartbeat-{document_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _release(document_id: str, *, work: Q, **changes) -> bool:
@@ -197,7 +244,8 @@ def document_ingest(*, document_id: str) -> str:
     if document.attempts > MAX_ATTEMPTS:
         return _fail_ingest(document_id, INTERRUPTED)
     try:
-        content = _produce(document)
+        with _heartbeat(document_id, work=INGEST_WORK):
+            content = _produce(document)
     except WorkFailed as exc:
         return _fail_ingest(document_id, str(exc))
     except Exception:
@@ -269,7 +317,8 @@ def document_refresh(*, document_id: str) -> str:
     if document.attempts > MAX_ATTEMPTS:
         return _fail_refresh(document, INTERRUPTED)
     try:
-        content = _produce(document)
+        with _heartbeat(document_id, work=REFRESH_WORK):
+            content = _produce(document)
     except WorkFailed as exc:
         return _fail_refresh(document, str(exc))
     except Exception:
@@ -373,12 +422,14 @@ def documents_refresh_due(*, batch_size: int = 100) -> list[str]:
 
 
 def documents_recover_stalled(*, batch_size: int = 100) -> list[str]:
-    """Queue again the work of documents whose worker died (lease expired) or whose task was
-    never picked up (queued long ago, never claimed)."""
+    """Queue again the work of documents whose worker died (lease expired), whose task could
+    not be queued (`queued_at` cleared: picked up at once) or was lost (queued long ago, never
+    claimed). Runs every few seconds, so it stays one query on the `knowledge_doc_working`
+    partial index, which holds only documents with work in progress."""
     now = timezone.now()
     working = Q(status=Status.PROCESSING) | Q(refresh_status=RefreshStatus.REFRESHING)
     stalled = Q(claimed_until__lt=now) | Q(
-        Q(claimed_until__isnull=True) & (Q(queued_at__lt=now - QUEUE_GRACE) | Q(queued_at=None))
+        Q(claimed_until__isnull=True) & (Q(queued_at__lt=now - queue_grace()) | Q(queued_at=None))
     )
     with transaction.atomic():
         rows = list(

@@ -47,8 +47,9 @@ def max_upload_bytes() -> int:
 def enqueue_after_commit(task_name: str, document_id: str) -> None:
     """Queue a knowledge task once the current transaction commits.
 
-    A broker that is down is logged, not raised: the row keeps its `queued_at` and the
-    `knowledge.recover_stalled` sweeper queues it again, so nothing is lost.
+    A broker that is down is logged, not raised: the row's `queued_at` is cleared, which the
+    `knowledge.recover_stalled` sweep (every few seconds) takes as "queue it now", so nothing is
+    lost and nothing waits longer than the broker's outage plus one sweep.
     """
 
     def send() -> None:
@@ -57,12 +58,17 @@ def enqueue_after_commit(task_name: str, document_id: str) -> None:
         task = {"ingest": tasks.ingest, "refresh": tasks.refresh}[task_name]
         try:
             task.apply_async(args=[document_id], retry=False)
-        except Exception:  # noqa: BLE001 - any broker failure; the sweeper retries
+        except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper retries
             logger.warning(
-                "could not queue knowledge.%s for %s; recover_stalled will retry",
+                "could not queue knowledge.%s for %s (%r); recover_stalled will queue it",
                 task_name,
                 document_id,
-                exc_info=True,
+                exc,
+            )
+            # No queued task exists: mark it for the sweeper's next run instead of letting it
+            # wait out the grace period meant for tasks the broker lost after accepting them.
+            KnowledgeDocument.objects.filter(pk=document_id, claimed_until__isnull=True).update(
+                queued_at=None
             )
 
     transaction.on_commit(send)

@@ -3,7 +3,12 @@
 
 from rest_framework import serializers
 
-from apps.api.serializers import StrictBooleanField, StrictCharField, StrictSerializer
+from apps.api.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictListField,
+    StrictSerializer,
+)
 from apps.webhooks.models import EVENT_TYPES, AttemptStatus, DeliveryStatus
 
 DELIVERY_STATUS_HELP = (
@@ -101,7 +106,7 @@ class WebhookUpdateIn(StrictSerializer):
         max_length=2048,
         help_text="A public http(s) URL; a bare host name becomes https. Empty or null clears it.",
     )
-    events = serializers.ListField(
+    events = StrictListField(
         child=serializers.ChoiceField(choices=EVENT_TYPES),
         required=False,
         max_length=len(EVENT_TYPES),

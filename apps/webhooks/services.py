@@ -82,10 +82,16 @@ def _timeouts() -> tuple[float, float]:
     )
 
 
+# Beyond the attempt's own deadline: name resolution, signing and recording the attempt.
+LEASE_MARGIN_SECONDS = 10
+
+
 def _lease() -> timedelta:
-    # Longer than the longest attempt can take, so a live dispatcher never loses its claim.
+    # Longer than the longest attempt can take (post_json stops at connect + read timeout), so a
+    # live dispatcher never loses its claim; short, so a killed one's delivery is sent again
+    # within a minute (lease + one dispatch interval + the first retry delay).
     connect, read = _timeouts()
-    return timedelta(seconds=connect + read + 30)
+    return timedelta(seconds=connect + read + LEASE_MARGIN_SECONDS)
 
 
 def _jittered(seconds: float) -> timedelta:

@@ -14,7 +14,14 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.common.errors import BadRequest, Conflict, InsufficientScope, NotFound, Unauthorized
+from apps.common.errors import (
+    BadRequest,
+    Conflict,
+    InsufficientScope,
+    NotFound,
+    ServiceUnavailable,
+    Unauthorized,
+)
 from apps.common.time import iso
 from apps.workspaces import configuration
 from apps.workspaces.models import Agent, AgentRevision, ApiKey, Membership, Workspace
@@ -371,8 +378,14 @@ def api_key_create_by_key(
 
 
 def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
-    """Revoke a key of `agent` at once. Owners may revoke any key, members only their own;
-    `by_user=None` is an operator at the command line."""
+    """Revoke a key of `agent`: it answers 401 from the very next request, or the revocation
+    fails. Owners may revoke any key, members only their own; `by_user=None` is an operator at
+    the command line.
+
+    The cached copy of the key is deleted before the revocation commits. If Redis cannot delete
+    it (paused, failing over, unreachable) the change is rolled back and ServiceUnavailable says
+    so: a cached copy would otherwise keep the key working for up to a minute.
+    """
     key = ApiKey.objects.filter(agent=agent, pk=key_id).first()
     if key is None:
         raise NotFound("No such API key.")
@@ -386,18 +399,31 @@ def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
         )
     if key.revoked_at is not None:
         raise Conflict("This API key is already revoked.")
-    # Conditional update: two revocations racing leave one revoked_at.
-    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    with transaction.atomic():
+        # Conditional update: two revocations racing leave one revoked_at.
+        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        try:
+            _drop_cached_key(key.lookup_id)
+        except Exception as exc:  # noqa: BLE001 - any cache failure undoes the revocation
+            logger.warning("revocation of %s undone: key cache unavailable (%r)", key.pk, exc)
+            raise ServiceUnavailable(
+                "The API key cache could not be cleared, so the key was not revoked and still "
+                "works. Try again in a few seconds.",
+                retry_after=KEY_REVOKE_RETRY_AFTER,
+            ) from None
+    # Once more after commit, best effort: a request that read the row just before the update
+    # may have put the active version back meanwhile.
     _forget_cached_key(key.lookup_id)
     key.refresh_from_db(fields=["revoked_at"])
     return key
 
 
 # Authentication is on every API request, so the key row (with its Agent and workspace) is
-# kept in the shared cache for a short while. Revocation deletes the entry, so it still takes
-# effect at once; only a shared cache (Redis) is used, because a per-process cache could not
-# be told about a revocation made by another process.
+# kept in the shared cache for a short while. Revocation deletes the entry before it commits,
+# and fails if it cannot, so it takes effect on the next request; only a shared cache (Redis) is
+# used, because a per-process cache could not be told about a revocation made by another process.
 KEY_CACHE_SECONDS = 60
+KEY_REVOKE_RETRY_AFTER = 5
 
 
 def _key_cache_name(lookup_id: str) -> str:
@@ -427,15 +453,21 @@ def _remember_key(key: ApiKey) -> None:
         logger.warning("API key cache unavailable", exc_info=True)
 
 
+def _drop_cached_key(lookup_id: str) -> None:
+    """Delete the cached copy now; raises whatever the cache raises."""
+    if _key_cache_enabled():
+        cache.delete(_key_cache_name(lookup_id))
+
+
 def _forget_cached_key(lookup_id: str) -> None:
+    """Best effort, now and after commit, for changes that are not refused when Redis fails
+    (saves and deletes of keys and Agents through the signals below)."""
     if not _key_cache_enabled():
         return
 
-    # After commit too: a request that read the row just before the update must not put the
-    # active version back for a minute.
     def forget() -> None:
         try:
-            cache.delete(_key_cache_name(lookup_id))
+            _drop_cached_key(lookup_id)
         except Exception:  # noqa: BLE001 - entries expire on their own within a minute
             logger.error("could not drop a cached API key", exc_info=True)
 
