@@ -162,6 +162,11 @@ API_KEY_PREFIX = "ack"
 API_MAX_JSON_BODY_BYTES = env_int("API_MAX_JSON_BODY_BYTES", 1024 * 1024, minimum=1024)
 API_MAX_INGEST_BODY_BYTES = env_int("API_MAX_INGEST_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 KNOWLEDGE_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+# Embedding (apps.knowledge.embeddings): CPU threads per process, chunks per batch, and batches
+# per run of knowledge.embed before it queues itself again.
+KNOWLEDGE_EMBED_THREADS = env_int("KNOWLEDGE_EMBED_THREADS", 1, minimum=1)
+KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 16, minimum=1)
+KNOWLEDGE_EMBED_BATCHES_PER_TASK = 20
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.knowledge import pipeline
+from apps.knowledge import embeddings, pipeline
 
 
 @shared_task(name="knowledge.ingest")
@@ -13,6 +13,15 @@ def ingest(document_id: str) -> str:
 @shared_task(name="knowledge.refresh")
 def refresh(document_id: str) -> str:
     return pipeline.document_refresh(document_id=document_id)
+
+
+@shared_task(name="knowledge.embed")
+def embed(document_id: str) -> str:
+    """Embed a bounded number of a document's chunks; queue itself again while some remain."""
+    outcome = embeddings.document_embed(document_id=document_id)
+    if outcome == "more":
+        embed.apply_async(args=[document_id], retry=False)
+    return outcome
 
 
 @shared_task(name="knowledge.refresh_due")
