@@ -132,6 +132,16 @@ class KnowledgeDocument(models.Model):
             or self.refresh_status == self.RefreshStatus.REFRESHING
         )
 
+    @property
+    def is_embedding(self) -> bool:
+        """Ready, with chunks the embedding task has not reached yet."""
+        return self.status == self.Status.READY and self.embedded_chunk_count < self.chunk_count
+
+    @property
+    def needs_polling(self) -> bool:
+        """The console row shows progress that is still moving."""
+        return self.is_working or self.is_embedding
+
 
 class KnowledgeContentVersion(models.Model):
     id = models.CharField(
