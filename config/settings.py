@@ -275,5 +275,6 @@ LOGGING = {
 CELERY_BEAT_SCHEDULE = {
     "knowledge-refresh-due": {"task": "knowledge.refresh_due", "schedule": 60.0},
     "knowledge-recover-stalled": {"task": "knowledge.recover_stalled", "schedule": 60.0},
+    "knowledge-embed-stalled": {"task": "knowledge.embed_stalled", "schedule": 300.0},
     "webhooks-dispatch-due": {"task": "webhooks.dispatch_due", "schedule": 5.0},
 }

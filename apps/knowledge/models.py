@@ -11,7 +11,7 @@ migration 0002 and `apps.knowledge.search`).
 """
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from apps.common.ids import id_factory
 
@@ -112,6 +112,12 @@ class KnowledgeDocument(models.Model):
                 fields=["next_refresh_at"],
                 condition=Q(next_refresh_at__isnull=False),
                 name="knowledge_doc_due",
+            ),
+            # knowledge.embed_stalled: ready documents whose embedding is not finished.
+            models.Index(
+                fields=["updated_at"],
+                condition=Q(status="ready", embedded_chunk_count__lt=F("chunk_count")),
+                name="knowledge_doc_embedding",
             ),
             # knowledge.recover_stalled: documents with work queued or running.
             models.Index(

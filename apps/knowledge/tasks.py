@@ -32,3 +32,8 @@ def refresh_due() -> int:
 @shared_task(name="knowledge.recover_stalled")
 def recover_stalled() -> int:
     return len(pipeline.documents_recover_stalled())
+
+
+@shared_task(name="knowledge.embed_stalled")
+def embed_stalled() -> int:
+    return len(embeddings.documents_embed_stalled())

@@ -295,3 +295,15 @@ def test_console_retrieval_test_has_modes_and_shows_embedding_progress(owner, ag
         reverse("knowledge:document_detail", args=[document.pk])
     ).content.decode()
     assert "all 1 passages embedded" in detail
+
+
+def test_stalled_embedding_is_queued_again_and_live_work_is_left_alone(agent):
+    import time_machine
+    from django.utils import timezone
+
+    document = make_file_document(agent, ENGLISH.encode(), "returns.md")
+    done = make_file_document(agent, FRENCH.encode(), "livraison.md")
+    embed_all(done)
+    assert embeddings.documents_embed_stalled() == []  # just ingested: not stalled yet
+    with time_machine.travel(timezone.now() + embeddings.EMBED_STALL * 2):
+        assert embeddings.documents_embed_stalled() == [document.pk]

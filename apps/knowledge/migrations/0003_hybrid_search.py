@@ -126,5 +126,9 @@ class Migration(migrations.Migration):
             model_name='knowledgechunk',
             index=models.Index(condition=models.Q(('embedding__isnull', True)), fields=['document', 'id'], name='knowledge_chunk_unembedded'),
         ),
+        migrations.AddIndex(
+            model_name='knowledgedocument',
+            index=models.Index(condition=models.Q(('embedded_chunk_count__lt', models.F('chunk_count')), ('status', 'ready')), fields=['updated_at'], name='knowledge_doc_embedding'),
+        ),
         migrations.RunPython(forward, backward),
     ]
