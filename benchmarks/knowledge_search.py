@@ -22,6 +22,7 @@ agent_console_bench), created and migrated if missing; never against the test da
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -283,7 +284,17 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
     base_texts = [text_of(rng.choice(len(vocabulary), size=60, p=weights)) for _ in range(256)]
     base = embeddings.embed_texts(base_texts)
     batch = 50_000
+    # Bulk-load practice: the keyword index is dropped for the COPY and built again after it,
+    # with the very statement the migration runs (several times faster than row-by-row upkeep).
+    search_index = next(
+        statement
+        for statement in importlib.import_module(
+            "apps.knowledge.migrations.0003_hybrid_search"
+        ).POSTGRES_FORWARD
+        if statement.startswith("CREATE INDEX knowledge_chunk_search")
+    )
     with connection.cursor() as cursor:
+        cursor.execute("DROP INDEX IF EXISTS knowledge_chunk_search")
         for start in range(0, missing, batch):
             size = min(batch, missing - start)
             vectors = base[rng.integers(0, len(base), size=size)] + rng.normal(
@@ -316,6 +327,10 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
                         )
                     )
             print(f"  {start + size} / {missing} chunks", flush=True)
+        index_started = time.perf_counter()
+        cursor.execute("SET maintenance_work_mem = '512MB'")
+        cursor.execute(search_index)
+        print(f"  keyword index built in {time.perf_counter() - index_started:.1f} s", flush=True)
         KnowledgeDocument.objects.filter(pk=filler.pk).update(
             current_version=version, chunk_count=missing, embedded_chunk_count=missing
         )

@@ -143,6 +143,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180, minimum=1)
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+# A worker child whose resident memory passed this (KB) after a task is replaced by a fresh one:
+# the safety net for the embedding model (about 120 MB) on top of a large ingestion.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
+    "CELERY_WORKER_MAX_MEMORY_PER_CHILD", 250_000, minimum=50_000
+)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing from a web request must fail fast when the broker is down: the row is already
@@ -165,8 +170,8 @@ KNOWLEDGE_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 # Embedding (apps.knowledge.embeddings): CPU threads per process, chunks per batch, and batches
 # per run of knowledge.embed before it queues itself again.
 KNOWLEDGE_EMBED_THREADS = env_int("KNOWLEDGE_EMBED_THREADS", 1, minimum=1)
-KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 16, minimum=1)
-KNOWLEDGE_EMBED_BATCHES_PER_TASK = 20
+KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 8, minimum=1)
+KNOWLEDGE_EMBED_BATCHES_PER_TASK = 40
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES

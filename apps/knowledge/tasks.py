@@ -7,18 +7,28 @@ from apps.knowledge import embeddings, pipeline
 
 @shared_task(name="knowledge.ingest")
 def ingest(document_id: str) -> str:
-    return pipeline.document_ingest(document_id=document_id)
+    try:
+        return pipeline.document_ingest(document_id=document_id)
+    finally:
+        # A 10 MB document leaves hundreds of MB freed but still held by the process.
+        embeddings.release_memory()
 
 
 @shared_task(name="knowledge.refresh")
 def refresh(document_id: str) -> str:
-    return pipeline.document_refresh(document_id=document_id)
+    try:
+        return pipeline.document_refresh(document_id=document_id)
+    finally:
+        embeddings.release_memory()
 
 
 @shared_task(name="knowledge.embed")
 def embed(document_id: str) -> str:
     """Embed a bounded number of a document's chunks; queue itself again while some remain."""
-    outcome = embeddings.document_embed(document_id=document_id)
+    try:
+        outcome = embeddings.document_embed(document_id=document_id)
+    finally:
+        embeddings.release_memory()
     if outcome == "more":
         embed.apply_async(args=[document_id], retry=False)
     return outcome
