@@ -145,7 +145,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180, minimum=1)
+# The queue tasks are sent to, including those a task sends (knowledge.embed queues itself).
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+# A worker child whose resident memory passed this (KB) after a task is replaced by a fresh one:
+# the safety net for the embedding model (about 120 MB) on top of a large ingestion.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
+    "CELERY_WORKER_MAX_MEMORY_PER_CHILD", 250_000, minimum=50_000
+)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing from a web request must fail fast when the broker is down: the row is already
@@ -179,6 +186,11 @@ WEBHOOK_DISPATCH_INTERVAL_SECONDS = env_int("WEBHOOK_DISPATCH_INTERVAL_SECONDS",
 # One webhook attempt stops after connect + read timeout; its claim lasts 10 s longer.
 WEBHOOK_CONNECT_TIMEOUT = env_int("WEBHOOK_CONNECT_TIMEOUT", 5, minimum=1)
 WEBHOOK_READ_TIMEOUT = env_int("WEBHOOK_READ_TIMEOUT", 10, minimum=1)
+# Embedding (apps.knowledge.embeddings): CPU threads per process, chunks per batch, and batches
+# per run of knowledge.embed before it queues itself again.
+KNOWLEDGE_EMBED_THREADS = env_int("KNOWLEDGE_EMBED_THREADS", 1, minimum=1)
+KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 8, minimum=1)
+KNOWLEDGE_EMBED_BATCHES_PER_TASK = 40
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES
@@ -311,6 +323,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "webhooks.dispatch_due",
         "schedule": float(WEBHOOK_DISPATCH_INTERVAL_SECONDS),
     },
+    "knowledge-embed-stalled": {"task": "knowledge.embed_stalled", "schedule": 300.0},
     # Daily rediscovery of tool servers is a due time per server (next_discovery_at).
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
 }

@@ -176,13 +176,19 @@ class KnowledgeViewSet(AgentViewSet):
     @extend_schema(
         summary="Search the Agent's knowledge",
         description="Ranked passages of the Agent's enabled, ready documents, as the Agent "
-        'finds them. Query syntax: words (all must match), "quoted phrases", `or`, `-word`.',
+        "finds them. `mode`: `hybrid` (default) fuses keyword and semantic results by "
+        "reciprocal rank; `keyword` alone (query syntax: words, all must match, stemmed in the "
+        'document\'s language; "quoted phrases", `or`, `-word`); `semantic` alone (by meaning, '
+        "over the chunks embedded so far). Each hit names its document and heading path and "
+        "carries a snippet with the matched words in `<mark>`.",
         request=KnowledgeSearchIn,
         responses={200: KnowledgeSearchResultOut},
     )
     def search(self, request, agent_id: str | None = None):
         data = _validated(KnowledgeSearchIn, request.data)
-        hits = search.search_chunks(agent=self.agent, query=data["query"], limit=data["limit"])
+        hits = search.search_chunks(
+            agent=self.agent, query=data["query"], limit=data["limit"], mode=data["mode"]
+        )
         return json_response(search_out(query=data["query"], hits=hits))
 
 

@@ -11,7 +11,7 @@ migration 0002 and `apps.knowledge.search`).
 """
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from apps.common.ids import id_factory
 
@@ -73,6 +73,13 @@ class KnowledgeDocument(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    # The PostgreSQL text search configuration of the current version's language ("english",
+    # "french", ...; "simple" for CJK and anything not recognised), detected at ingestion.
+    language = models.CharField(max_length=20, default="simple")
+    # Embedding progress of the current version, shown in the console: semantic search finds
+    # the document's chunks as they are embedded; keyword search finds them all from `ready`.
+    chunk_count = models.PositiveIntegerField(default=0)
+    embedded_chunk_count = models.PositiveIntegerField(default=0)
     current_version = models.ForeignKey(
         "KnowledgeContentVersion",
         null=True,
@@ -106,6 +113,12 @@ class KnowledgeDocument(models.Model):
                 condition=Q(next_refresh_at__isnull=False),
                 name="knowledge_doc_due",
             ),
+            # knowledge.embed_stalled: ready documents whose embedding is not finished.
+            models.Index(
+                fields=["updated_at"],
+                condition=Q(status="ready", embedded_chunk_count__lt=F("chunk_count")),
+                name="knowledge_doc_embedding",
+            ),
             # knowledge.recover_stalled: documents with work queued or running.
             models.Index(
                 fields=["queued_at"],
@@ -124,6 +137,16 @@ class KnowledgeDocument(models.Model):
             self.status == self.Status.PROCESSING
             or self.refresh_status == self.RefreshStatus.REFRESHING
         )
+
+    @property
+    def is_embedding(self) -> bool:
+        """Ready, with chunks the embedding task has not reached yet."""
+        return self.status == self.Status.READY and self.embedded_chunk_count < self.chunk_count
+
+    @property
+    def needs_polling(self) -> bool:
+        """The console row shows progress that is still moving."""
+        return self.is_working or self.is_embedding
 
 
 class KnowledgeContentVersion(models.Model):
@@ -153,6 +176,18 @@ class KnowledgeChunk(models.Model):
     heading_path = models.JSONField(default=list)
     text = models.TextField()
     position = models.PositiveIntegerField()
+    # The document's language configuration when the chunk was written; the tsvector is built
+    # with it and the query is parsed with it (see apps.knowledge.search).
+    search_config = models.CharField(max_length=20, default="simple")
+    # True exactly when the chunk belongs to the current version of an enabled, ready
+    # document: the partial search indexes hold only such chunks, so a search never joins
+    # the document table to find out.
+    is_searchable = models.BooleanField(default=False)
+    # The sentence embedding, L2-normalised, as little-endian float16 (768 bytes), and its
+    # sign bits (48 bytes) that the in-process vector scan compares first. Null until the
+    # embedding task reaches the chunk.
+    embedding = models.BinaryField(null=True, blank=True)
+    embedding_bits = models.BinaryField(null=True, blank=True)
 
     class Meta:
         db_table = "knowledge_chunk"
@@ -161,4 +196,10 @@ class KnowledgeChunk(models.Model):
             models.Index(fields=["version", "position"], name="knowledge_chunk_version"),
             # Search filters an Agent's chunks (the GIN index finds the matches).
             models.Index(fields=["agent"], name="knowledge_chunk_agent"),
+            # knowledge.embed: the next batch of a document's chunks still without a vector.
+            models.Index(
+                fields=["document", "id"],
+                condition=Q(embedding__isnull=True),
+                name="knowledge_chunk_unembedded",
+            ),
         ]

@@ -116,7 +116,7 @@ def document_add_url(request: ConsoleRequest) -> HttpResponse:
 def _row(request: ConsoleRequest, document: KnowledgeDocument, *, error: str | None = None):
     context = {"document": document, "interval_choices": _interval_choices(), "row_error": error}
     response = render(request, f"{LIST_TEMPLATE}#document-row", context)
-    if request.method == "GET" and not document.is_working:
+    if request.method == "GET" and not document.needs_polling:
         # The row has settled: htmx swaps this last answer in and stops polling.
         response.status_code = HttpResponseStopPolling.status_code
     return response
@@ -212,10 +212,15 @@ def document_delete(request: ConsoleRequest, document_id: str) -> HttpResponse:
 @console_view
 def document_search(request: ConsoleRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()[:500]
+    mode = request.GET.get("mode", "hybrid")
+    if mode not in search.MODES:
+        mode = "hybrid"
     hits = (
-        search.search_chunks(agent=request.agent, query=query, limit=SEARCH_LIMIT) if query else []
+        search.search_chunks(agent=request.agent, query=query, limit=SEARCH_LIMIT, mode=mode)
+        if query
+        else []
     )
-    context = {"query": query, "hits": hits}
+    context = {"query": query, "hits": hits, "mode": mode, "modes": search.MODES}
     if request.htmx:
         return render(request, f"{LIST_TEMPLATE}#search-results", context)
     context.update(_table_context(request), section="knowledge")
@@ -227,6 +232,11 @@ def document_search(request: ConsoleRequest) -> HttpResponse:
 @console_view
 def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
     document = _get_or_404(request, document_id)
+    if request.htmx and request.htmx.target == "embedding-progress":
+        response = render(request, f"{DETAIL_TEMPLATE}#embedding-progress", {"document": document})
+        if not document.is_embedding:
+            response.status_code = HttpResponseStopPolling.status_code
+        return response
     if request.htmx and request.htmx.target == "document-status":
         response = render(request, f"{DETAIL_TEMPLATE}#document-status", {"document": document})
         if not document.is_working:

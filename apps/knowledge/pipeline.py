@@ -26,6 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.common.http import FetchError, fetch
+from apps.knowledge import embeddings
 from apps.knowledge.extraction import (
     ExtractionFailed,
     UnsupportedType,
@@ -34,7 +35,7 @@ from apps.knowledge.extraction import (
     extract_bounded,
 )
 from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, KnowledgeDocument
-from apps.knowledge.search import index_chunks, unindex_chunks
+from apps.knowledge.search import detect_language, index_chunks, unindex_chunks
 from apps.knowledge.services import enqueue_after_commit, next_refresh_time
 from apps.workspaces.models import Agent
 
@@ -204,8 +205,15 @@ def _produce(document: KnowledgeDocument) -> Content:
     return _extract(data, source_url=source_url, name_hint=name_hint)
 
 
+# Set on the document by _write_version; the callers save them.
+SEARCH_FIELDS = ["language", "chunk_count", "embedded_chunk_count"]
+
+
 def _write_version(document: KnowledgeDocument, content: Content, sha256: str):
-    """Create a version with its chunks and search vectors (inside the caller's transaction)."""
+    """Create a version with its chunks and search vectors (inside the caller's transaction).
+    The chunks are searchable at once when the document is enabled: the caller makes the
+    version current in the same transaction."""
+    document.language = detect_language(content.markdown)
     version = KnowledgeContentVersion.objects.create(
         document=document, markdown=content.markdown, sha256=sha256, page_count=content.page_count
     )
@@ -218,12 +226,16 @@ def _write_version(document: KnowledgeDocument, content: Content, sha256: str):
                 heading_path=chunk.heading_path,
                 text=chunk.text,
                 position=chunk.position,
+                search_config=document.language,
+                is_searchable=document.is_enabled,
             )
             for chunk in chunk_markdown(content.markdown, max_chars=CHUNK_MAX_CHARS)
         ],
         batch_size=500,
     )
     index_chunks(chunks)
+    document.chunk_count = len(chunks)
+    document.embedded_chunk_count = 0
     return version
 
 
@@ -287,8 +299,10 @@ def document_ingest(*, document_id: str) -> str:
                 "attempts",
                 "queued_at",
                 "updated_at",
+                *SEARCH_FIELDS,
             ]
         )
+        enqueue_after_commit("embed", document_id)
     return "ready"
 
 
@@ -350,7 +364,14 @@ def document_refresh(*, document_id: str) -> str:
             document.character_count = len(content.markdown)
             document.last_synced_at = now
             fields += ["current_version", "kind", "status", "error_message", "character_count"]
-            fields += ["last_synced_at"]
+            fields += ["last_synced_at", *SEARCH_FIELDS]
+            if old_version_id is not None:
+                embeddings.carry_over(
+                    document=document,
+                    old_version_id=old_version_id,
+                    new_version_id=document.current_version_id,
+                )
+            enqueue_after_commit("embed", document_id)
         document.refresh_status = RefreshStatus.IDLE
         document.refresh_error_message = None
         document.last_checked_at = now

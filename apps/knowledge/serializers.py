@@ -13,6 +13,7 @@ from apps.api.serializers import (
 )
 from apps.common.time import iso
 from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, REFRESH_INTERVALS, KnowledgeDocument
+from apps.knowledge.search import MODES as SEARCH_MODES
 from apps.knowledge.search import SearchHit
 
 MAX_QUERY_LENGTH = 500
@@ -65,6 +66,12 @@ class KnowledgeSearchIn(StrictSerializer):
     query = StrictCharField(min_length=1, max_length=MAX_QUERY_LENGTH)
     limit = StrictIntegerField(
         required=False, default=DEFAULT_SEARCH_LIMIT, min_value=1, max_value=MAX_SEARCH_LIMIT
+    )
+    mode = serializers.ChoiceField(
+        choices=list(SEARCH_MODES),
+        required=False,
+        default="hybrid",
+        help_text="hybrid (keywords and meaning, fused by reciprocal rank), keyword or semantic.",
     )
 
 

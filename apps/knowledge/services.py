@@ -21,7 +21,7 @@ from django.utils.text import get_valid_filename
 from apps.common.errors import BadRequest, Conflict, PayloadTooLarge, UnsupportedMediaType
 from apps.common.netguard import BlockedURL, check_url
 from apps.knowledge.extraction import UnsupportedType, detect_kind
-from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, KnowledgeDocument
+from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, KnowledgeChunk, KnowledgeDocument
 from apps.knowledge.search import unindex_chunks
 from apps.knowledge.selectors import document_get
 from apps.knowledge.uploads import too_large_message
@@ -55,7 +55,7 @@ def enqueue_after_commit(task_name: str, document_id: str) -> None:
     def send() -> None:
         from apps.knowledge import tasks
 
-        task = {"ingest": tasks.ingest, "refresh": tasks.refresh}[task_name]
+        task = {"ingest": tasks.ingest, "refresh": tasks.refresh, "embed": tasks.embed}[task_name]
         try:
             task.apply_async(args=[document_id], retry=False)
         except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper retries
@@ -233,8 +233,9 @@ def _duplicate_url(existing: KnowledgeDocument) -> Conflict:
 def document_update(
     *, agent: Agent, document_id: str, name: str | None = None, is_enabled: bool | None = None
 ) -> KnowledgeDocument:
-    """Rename and/or enable or disable a document. Search reads `is_enabled` directly, so a
-    disabled document drops out of results at once and comes back without re-indexing."""
+    """Rename and/or enable or disable a document. Enabling or disabling flips the
+    `is_searchable` flag of the current version's chunks in the same transaction, so the
+    document drops out of results at once and comes back without re-indexing."""
     if name is None and is_enabled is None:
         raise BadRequest("Send at least one of name and is_enabled.")
     document = document_get(agent=agent, document_id=document_id)
@@ -243,7 +244,22 @@ def document_update(
         changes["name"] = _check_name(name)
     if is_enabled is not None:
         changes["is_enabled"] = is_enabled
-    KnowledgeDocument.objects.filter(agent=agent, pk=document.pk).update(**changes)
+    with transaction.atomic():
+        # The row lock orders us with a worker writing a new version (it locks the row too).
+        locked = (
+            KnowledgeDocument.objects.select_for_update()
+            .filter(agent=agent, pk=document.pk)
+            .values_list("current_version_id", "status")
+            .first()
+        )
+        if locked is None:  # deleted meanwhile
+            return document_get(agent=agent, document_id=document_id)  # raises NotFound
+        KnowledgeDocument.objects.filter(agent=agent, pk=document.pk).update(**changes)
+        version_id, status = locked
+        if is_enabled is not None and version_id is not None:
+            KnowledgeChunk.objects.filter(document_id=document.pk, version_id=version_id).update(
+                is_searchable=is_enabled and status == KnowledgeDocument.Status.READY
+            )
     return document_get(agent=agent, document_id=document_id)
 
 

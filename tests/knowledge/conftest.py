@@ -120,6 +120,8 @@ def start_knowledge_worker(media_root) -> object:
 
     return WorkerProcess(
         queues=app.conf.task_default_queue,
+        # Tasks the worker itself sends (knowledge.embed after an ingestion) stay on this queue.
+        CELERY_TASK_DEFAULT_QUEUE=app.conf.task_default_queue,
         MEDIA_ROOT=str(media_root),
         NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1",
     ).start()

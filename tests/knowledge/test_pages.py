@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from apps.knowledge import embeddings
 from apps.knowledge.models import KnowledgeDocument
 from tests.knowledge.conftest import make_file_document, upload
 
@@ -125,10 +126,16 @@ def test_row_of_processing_document_keeps_polling(console, agent):
 
 
 def test_row_of_settled_document_stops_polling(console, document):
+    # Ready but not embedded yet: the row keeps polling to show the embedding progress.
+    response = console.get(reverse("knowledge:document_row", args=[document.pk]), headers=HX)
+    assert response.status_code == 200
+    assert "Embedding 0/" in response.content.decode()
+    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
     response = console.get(reverse("knowledge:document_row", args=[document.pk]), headers=HX)
     assert response.status_code == 286
     html = response.content.decode()
     assert 'data-status="ready"' in html and "every 2s" not in html
+    assert "Searchable by meaning" in html
 
 
 def test_rename_toggle_and_delete_in_place(console, document):

@@ -65,3 +65,26 @@ def test_worker_killed_mid_task_is_recovered_by_sweeper_and_next_worker(
     assert "Recovered after a worker crash." in document.current_version.markdown
     assert len(page_server.requests) == 2
     assert document.last_synced_at <= timezone.now()
+
+
+def test_real_worker_embeds_a_ready_document_in_batches_after_ingestion(api, knowledge_worker):
+    sections = "".join(
+        f"## Part {n}\n\nParagraph {n} about kettles and toasters.\n\n" for n in range(12)
+    )
+    response = api.post(
+        "/v1/knowledge/files", data={"file": upload(f"# Manual\n\n{sections}".encode(), "m.md")}
+    )
+    document_id = response.json()["id"]
+    wait_for(lambda: _status(document_id) == "ready", timeout=60, message="never became ready")
+
+    def embedded() -> bool:
+        document = KnowledgeDocument.objects.get(pk=document_id)
+        return document.chunk_count > 0 and document.embedded_chunk_count == document.chunk_count
+
+    # knowledge.embed was queued on commit of the ingestion and queues itself batch after batch.
+    wait_for(embedded, timeout=120, message="never fully embedded")
+    body = api.post(
+        "/v1/knowledge/search",
+        json={"query": "household appliances for boiling water", "mode": "semantic"},
+    ).json()
+    assert body["data"] and body["data"][0]["document_id"] == document_id
