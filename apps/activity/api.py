@@ -3,7 +3,7 @@
 Thin: parse the query, call a selector or the recording service, render with plain functions.
 """
 
-from typing import cast
+from typing import Any, cast
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -231,7 +231,7 @@ IngestRecord = PolymorphicProxySerializer(
     many=True,
 )
 
-_INGEST_EXAMPLE = [
+_INGEST_EXAMPLE: list[dict[str, Any]] = [
     {
         "type": "user",
         "id": "usr_01JD0000000000000000000001",

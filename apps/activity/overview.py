@@ -130,7 +130,7 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
             by_status[row["status"]][position] = row["n"]
 
     tokens, credits, active = [0] * days, [0.0] * days, [0] * days
-    totals = (
+    per_day_totals = (
         runs.annotate(day=TruncDay("created_at"))
         .values("day")
         .annotate(
@@ -140,7 +140,7 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
         )
         .order_by()
     )
-    for total in totals:
+    for total in per_day_totals:
         position = index.get(total["day"].date())
         if position is not None:
             tokens[position] = total["tokens"] or 0

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.db.models import Model, QuerySet
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
@@ -277,7 +277,7 @@ _EXPORTS = {
 
 
 @console_view
-def list_export(request: ConsoleRequest, name: str) -> HttpResponse:
+def list_export(request: ConsoleRequest, name: str) -> HttpResponseBase:
     """`/<list>/export/?format=csv|json&<the list's filters>`: what the list shows, all pages,
     each row with exactly the API's fields."""
     export = _EXPORTS[name]

@@ -334,7 +334,7 @@ def record_parse(item, *, label: str) -> Record:
         raise BadRequest(f"{label}: must be a JSON object with a 'type'.")
     kind = item.get("type")
     serializer_class = RECORD_SERIALIZERS.get(kind) if isinstance(kind, str) else None
-    if serializer_class is None:
+    if serializer_class is None or not isinstance(kind, str):
         raise BadRequest(f"{label}.type: must be one of: {', '.join(RECORD_SERIALIZERS)}.")
     serializer = serializer_class(data=item)
     if not serializer.is_valid():

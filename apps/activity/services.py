@@ -17,6 +17,7 @@ same record twice changes nothing. Rules:
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
@@ -64,7 +65,7 @@ def activity_record(*, agent: Agent, records: Iterable[Record]) -> RecordResult:
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _locked(model: type[models.Model], *, agent: Agent, pk: str | None, label: str):
+def _locked(model: type[Any], *, agent: Agent, pk: str | None, label: str):
     """The row with this id, locked for the rest of the transaction; None when it is new.
 
     Ids are global primary keys; one used by another Agent is refused without saying whose.

@@ -220,7 +220,12 @@ def document_search(request: ConsoleRequest) -> HttpResponse:
         if query
         else []
     )
-    context = {"query": query, "hits": hits, "mode": mode, "modes": search.MODES}
+    context: dict[str, object] = {
+        "query": query,
+        "hits": hits,
+        "mode": mode,
+        "modes": search.MODES,
+    }
     if request.htmx:
         return render(request, f"{LIST_TEMPLATE}#search-results", context)
     context.update(_table_context(request), section="knowledge")

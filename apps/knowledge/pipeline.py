@@ -161,10 +161,12 @@ def _read_source(document: KnowledgeDocument) -> tuple[bytes, str | None, str]:
                 return (
                     stored.read(settings.KNOWLEDGE_MAX_UPLOAD_BYTES + 1),
                     None,
-                    document.file_name,
+                    document.file_name or "",
                 )
         except (OSError, ValueError):
             raise WorkFailed("The stored file is missing.") from None
+    if not document.source_url:
+        raise WorkFailed("The document has no URL to fetch.")
     try:
         result = fetch(document.source_url, max_bytes=FETCH_MAX_BYTES)
     except FetchError as exc:
@@ -365,7 +367,7 @@ def document_refresh(*, document_id: str) -> str:
             document.last_synced_at = now
             fields += ["current_version", "kind", "status", "error_message", "character_count"]
             fields += ["last_synced_at", *SEARCH_FIELDS]
-            if old_version_id is not None:
+            if old_version_id is not None and document.current_version_id is not None:
                 embeddings.carry_over(
                     document=document,
                     old_version_id=old_version_id,

@@ -7,16 +7,16 @@ Thin: every rule lives in apps.tools.services and selectors, shared with the API
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import ServiceError
-from apps.common.keyset import page_request, paginate
+from apps.common.keyset import paginate
 from apps.tools import selectors, services
 from apps.tools.api import DISCOVERY_KEYSET, SERVER_KEYSET, TOOL_KEYSET
-from apps.workspaces.console import console_view
+from apps.workspaces.console import ConsoleRequest, console_view, keyset_page
 
 LIST_TEMPLATE = "tools/server_list.html"
 DETAIL_TEMPLATE = "tools/server_detail.html"
@@ -24,16 +24,17 @@ PAGE_SIZE = 50
 HEADER_ROWS = 3
 
 
-def _page(queryset, keyset, request: HttpRequest, *, param: str = "after"):
-    after = request.GET.get(param)
-    params = {"after": after} if after else {}
-    try:
-        return paginate(queryset, keyset=keyset, page=page_request(params, default_limit=PAGE_SIZE))
-    except ServiceError:  # a stale or edited cursor: start from the top
-        return paginate(queryset, keyset=keyset, page=page_request({}, default_limit=PAGE_SIZE))
+def _page(queryset, keyset, request: ConsoleRequest, *, param: str = "after"):
+    page, _stale = keyset_page(
+        request,
+        lambda page: paginate(queryset, keyset=keyset, page=page),
+        limit=PAGE_SIZE,
+        param=param,
+    )
+    return page
 
 
-def _headers_from_form(request: HttpRequest) -> dict[str, str]:
+def _headers_from_form(request: ConsoleRequest) -> dict[str, str]:
     names = request.POST.getlist("header_name")
     values = request.POST.getlist("header_value")
     headers: dict[str, str] = {}
@@ -43,7 +44,7 @@ def _headers_from_form(request: HttpRequest) -> dict[str, str]:
     return headers
 
 
-def _list(request: HttpRequest, *, status: int = 200, form: dict | None = None) -> HttpResponse:
+def _list(request: ConsoleRequest, *, status: int = 200, form: dict | None = None) -> HttpResponse:
     page = _page(selectors.server_list(agent=request.agent), SERVER_KEYSET, request)
     context = {
         "section": "tools",
@@ -57,13 +58,13 @@ def _list(request: HttpRequest, *, status: int = 200, form: dict | None = None) 
 
 @require_GET
 @console_view
-def server_list(request: HttpRequest) -> HttpResponse:
+def server_list(request: ConsoleRequest) -> HttpResponse:
     return _list(request)
 
 
 @require_POST
 @console_view(owner_required=True)
-def server_add(request: HttpRequest) -> HttpResponse:
+def server_add(request: ConsoleRequest) -> HttpResponse:
     url = request.POST.get("url", "")
     name = request.POST.get("name", "").strip() or None
     try:
@@ -77,7 +78,7 @@ def server_add(request: HttpRequest) -> HttpResponse:
     return redirect("tools:server_detail", server_id=server.pk)
 
 
-def _detail_context(request: HttpRequest, server_id: str) -> dict:
+def _detail_context(request: ConsoleRequest, server_id: str) -> dict:
     server = selectors.server_get(agent=request.agent, server_id=server_id)
     tools = _page(
         selectors.tool_list(agent=request.agent, server_id=server_id),
@@ -102,7 +103,7 @@ def _detail_context(request: HttpRequest, server_id: str) -> dict:
 
 @require_GET
 @console_view
-def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
+def server_detail(request: ConsoleRequest, server_id: str) -> HttpResponse:
     if request.htmx and request.GET.get("partial") == "status":
         server = selectors.server_get(agent=request.agent, server_id=server_id)
         response = render(request, f"{DETAIL_TEMPLATE}#server-status", {"server": server})
@@ -116,7 +117,7 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def server_discover(request: HttpRequest, server_id: str) -> HttpResponse:
+def server_discover(request: ConsoleRequest, server_id: str) -> HttpResponse:
     services.server_discover_request(agent=request.agent, server_id=server_id)
     if request.htmx:
         server = selectors.server_get(agent=request.agent, server_id=server_id)
@@ -126,7 +127,7 @@ def server_discover(request: HttpRequest, server_id: str) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def server_toggle(request: HttpRequest, server_id: str) -> HttpResponse:
+def server_toggle(request: ConsoleRequest, server_id: str) -> HttpResponse:
     enabled = request.POST.get("enabled") == "true"
     services.server_update(agent=request.agent, server_id=server_id, enabled=enabled)
     messages.success(request, "Server enabled." if enabled else "Server disabled.")
@@ -135,7 +136,7 @@ def server_toggle(request: HttpRequest, server_id: str) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def server_delete(request: HttpRequest, server_id: str) -> HttpResponse:
+def server_delete(request: ConsoleRequest, server_id: str) -> HttpResponse:
     server = selectors.server_get(agent=request.agent, server_id=server_id)
     services.server_delete(agent=request.agent, server_id=server_id)
     messages.success(request, f"Removed “{server.name}” and its tools.")
@@ -144,7 +145,7 @@ def server_delete(request: HttpRequest, server_id: str) -> HttpResponse:
 
 @require_POST
 @console_view(owner_required=True)
-def tool_toggle(request: HttpRequest, server_id: str, name: str) -> HttpResponse:
+def tool_toggle(request: ConsoleRequest, server_id: str, name: str) -> HttpResponse:
     enabled = request.POST.get("enabled") == "true"
     tool = services.tool_set_enabled(
         agent=request.agent, server_id=server_id, name=name, enabled=enabled

@@ -5,7 +5,7 @@ Thin: every rule lives in apps.webhooks.services and selectors, shared with the 
 """
 
 from django.contrib import messages
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -194,7 +194,7 @@ def delivery_retry(request: ConsoleRequest, delivery_id: str) -> HttpResponse:
 
 
 @console_view(owner_required=True)
-def delivery_export(request: ConsoleRequest) -> HttpResponse:
+def delivery_export(request: ConsoleRequest) -> HttpResponseBase:
     """Every delivery the table's filters match, as CSV or JSON (the API's delivery objects)."""
     try:
         fmt = export_format(request.GET.get("format"))

@@ -481,17 +481,17 @@ def _attempt(claim: Claim) -> WebhookDelivery | None:
     outcome = _post(delivery, delivery.webhook, now=started_at)
     finished_at = timezone.now()
     with transaction.atomic():
-        delivery = (
+        still_claimed = (
             WebhookDelivery.objects.select_for_update()
             .filter(pk=claim.delivery_id, status=DeliveryStatus.SENDING, claim_token=claim.token)
             .first()
         )
-        if delivery is None:
+        if still_claimed is None:
             # The lease ran out and the sweeper already recorded this attempt as interrupted.
             logger.warning("webhook delivery %s: claim lost before recording", claim.delivery_id)
             return None
-        _record_locked(delivery, outcome, started_at=started_at, finished_at=finished_at)
-    return delivery
+        _record_locked(still_claimed, outcome, started_at=started_at, finished_at=finished_at)
+    return still_claimed
 
 
 def _record_locked(

@@ -125,11 +125,16 @@ STALE_CURSOR_MESSAGE = "That page link is no longer valid; showing the first pag
 
 
 def keyset_page(
-    request: HttpRequest, fetch: Callable[[PageRequest], Page], *, limit: int
+    request: HttpRequest,
+    fetch: Callable[[PageRequest], Page],
+    *,
+    limit: int,
+    param: str = "after",
 ) -> tuple[Page, str | None]:
-    """The page the query string's `after` names, fetched by `fetch`; a stale or edited cursor
-    gives the first page and a message to show, never an error page."""
-    after = request.GET.get("after") or None  # "Newest" links send an empty `after`
+    """The page the query string's cursor (`param`, for a page with two lists) names, fetched
+    by `fetch`; a stale or edited cursor gives the first page and a message to show, never an
+    error page."""
+    after = request.GET.get(param) or None  # "Newest" links send an empty `after`
     try:
         return fetch(PageRequest(limit=limit, after=after)), None
     except BadRequest:

@@ -242,7 +242,7 @@ def _xobjects_have_image(resources: object, *, depth: int) -> bool:
     resources = resources.get_object() if hasattr(resources, "get_object") else resources
     if not isinstance(resources, dict) or depth > 3:
         return False
-    xobjects = resources.get("/XObject")
+    xobjects: object = resources.get("/XObject")
     xobjects = xobjects.get_object() if hasattr(xobjects, "get_object") else xobjects
     if not isinstance(xobjects, dict):
         return False

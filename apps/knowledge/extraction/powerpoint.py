@@ -48,7 +48,7 @@ def extract_pptx(data: bytes) -> Extraction:
     data = check_package(data)
     presentation = Presentation(io.BytesIO(data))
     sections = []
-    first_title = None
+    first_title: str | None = None
     for number, slide in enumerate(presentation.slides, start=1):
         title_shape = slide.shapes.title
         title = _one_line(title_shape.text_frame.text) if title_shape is not None else ""
@@ -59,8 +59,10 @@ def extract_pptx(data: bytes) -> Extraction:
         if notes:
             blocks.append("### Notes\n\n" + notes)
         sections.append(join_blocks([heading, *blocks]))
-    title = (presentation.core_properties.title or "").strip() or first_title or None
-    return Extraction(markdown=join_blocks(sections) + "\n", page_count=len(sections), title=title)
+    document_title = (presentation.core_properties.title or "").strip() or first_title or None
+    return Extraction(
+        markdown=join_blocks(sections) + "\n", page_count=len(sections), title=document_title
+    )
 
 
 def _one_line(text: str) -> str:
