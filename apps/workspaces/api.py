@@ -5,7 +5,6 @@ Agent operations act on any Agent of the key's workspace, active or archived (th
 `agentId` names the target, not the acting Agent); another workspace's Agent is not_found.
 """
 
-from typing import cast
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -77,7 +76,8 @@ class WorkspaceAgentsViewSet(AgentViewSet):
 
     @property
     def key(self) -> ApiKey:
-        return cast(ApiKey, self.request.auth)
+        """The acting API key (Agent management serves API keys only, never browser tokens)."""
+        return self.credential.key
 
     def resolve_agent(self, agent_id: str | None) -> Agent:
         return self.key.agent

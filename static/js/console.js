@@ -29,6 +29,9 @@ document.addEventListener("click", (event) => {
 
 // Forms that ask before a destructive post when htmx is not there to do it (hx-confirm).
 document.addEventListener("submit", (event) => {
-  const message = event.target.dataset && event.target.dataset.confirm;
-  if (message && !window.htmx && !window.confirm(message)) event.preventDefault();
+  const form = event.target;
+  const message = form.dataset && form.dataset.confirm;
+  if (!message) return;
+  if (window.htmx && form.hasAttribute("hx-confirm")) return; // htmx asks instead
+  if (!window.confirm(message)) event.preventDefault();
 });

@@ -23,6 +23,9 @@ CONSOLE_PAGES = [
     "/knowledge/",
     "/webhooks/",
     "/api-keys/",
+    "/agents/",
+    "/usage/",
+    "/tools/",
 ]
 # A port nothing listens on: a request there would only show up in the browser's request log.
 TRACKER = "http://127.0.0.1:9"

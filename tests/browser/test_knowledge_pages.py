@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from apps.knowledge.models import KnowledgeDocument
 from tests.knowledge.conftest import make_file_document, start_knowledge_worker
@@ -37,7 +38,7 @@ def test_upload_through_the_form_becomes_ready(console_page, worker, tmp_path):
     page.set_input_files("#upload-input", [str(first), str(second)])
 
     items = page.locator("#upload-list .upload-item")
-    page.wait_for_function("document.querySelectorAll('#upload-list .upload-item').length === 2")
+    expect(page.locator("#upload-list .upload-item")).to_have_count(2)
     page.locator("#upload-list .upload-item.done").wait_for()
     assert "Uploaded" in items.nth(0).inner_text()
     page.locator("#upload-list .upload-item.error").wait_for()
