@@ -48,3 +48,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_float_list(name: str, default: list[str], *, minimum: float = 0.0) -> tuple[float, ...]:
+    """A comma-separated list of numbers, e.g. "5,300,1800"."""
+    values = []
+    for item in env_list(name, default):
+        try:
+            value = float(item)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} must be numbers separated by commas; got {item!r}"
+            ) from None
+        if not value >= minimum or value == float("inf"):  # also refuses nan
+            raise ImproperlyConfigured(f"{name} values must be at least {minimum}; got {item!r}")
+        values.append(value)
+    return tuple(values)

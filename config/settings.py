@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_float_list, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -186,6 +186,12 @@ WEBHOOK_DISPATCH_INTERVAL_SECONDS = env_int("WEBHOOK_DISPATCH_INTERVAL_SECONDS",
 # One webhook attempt stops after connect + read timeout; its claim lasts 10 s longer.
 WEBHOOK_CONNECT_TIMEOUT = env_int("WEBHOOK_CONNECT_TIMEOUT", 5, minimum=1)
 WEBHOOK_READ_TIMEOUT = env_int("WEBHOOK_READ_TIMEOUT", 10, minimum=1)
+# Seconds before each automatic retry of a failed delivery; after the last one it fails for good.
+WEBHOOK_RETRY_SCHEDULE = env_float_list(
+    "WEBHOOK_RETRY_SCHEDULE", ["5", "300", "1800", "7200", "18000", "36000"]
+)
+# A webhook pauses after this many deliveries in a row used up their whole retry schedule.
+WEBHOOK_PAUSE_AFTER_FAILURES = env_int("WEBHOOK_PAUSE_AFTER_FAILURES", 5, minimum=1)
 # Embedding (apps.knowledge.embeddings): CPU threads per process, chunks per batch, and batches
 # per run of knowledge.embed before it queues itself again.
 KNOWLEDGE_EMBED_THREADS = env_int("KNOWLEDGE_EMBED_THREADS", 1, minimum=1)

@@ -185,8 +185,8 @@ def _allow_loopback_setting() -> bool:
     from django.conf import settings
 
     try:
-        value = getattr(settings, "NETGUARD_ALLOW_LOOPBACK", False)
-    except ImproperlyConfigured:
+        value = settings.NETGUARD_ALLOW_LOOPBACK  # defined in config/settings.py
+    except (ImproperlyConfigured, AttributeError):  # no settings, or a module without it: closed
         return False
     # Only a real True opens loopback, so a stray string such as "false" fails closed.
     return value is True

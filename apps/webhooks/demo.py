@@ -18,12 +18,15 @@ from apps.webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
-from apps.webhooks.services import RETRY_SCHEDULE, event_body
+from apps.webhooks.services import event_body
 from apps.webhooks.signing import secret_generate
 from apps.workspaces.models import Agent
 
 DEMO_URL = "https://hooks.example.com/agent-console"
 DEMO_DELIVERIES = 60
+# The default WEBHOOK_RETRY_SCHEDULE, fixed here so the demo's history has the same shape on
+# every install, whatever schedule (possibly empty) this one is configured with.
+DEMO_RETRY_SCHEDULE: tuple[float, ...] = (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600)
 
 
 def _attempt(delivery, number: int, *, ok: bool, at, rng: random.Random) -> WebhookAttempt:
@@ -57,7 +60,7 @@ def _schedule_walk(
     for number in range(1, failures + 1 + int(succeeds)):
         ok = succeeds and number == failures + 1
         attempts.append(_attempt(delivery, number, ok=ok, at=at, rng=rng))
-        at += timedelta(seconds=RETRY_SCHEDULE[min(number, len(RETRY_SCHEDULE)) - 1])
+        at += timedelta(seconds=DEMO_RETRY_SCHEDULE[min(number, len(DEMO_RETRY_SCHEDULE)) - 1])
     return attempts
 
 
@@ -96,10 +99,10 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
                 tried = _schedule_walk(delivery, failures=3, succeeds=False, at=sent_at, rng=rng)
                 delivery.status = DeliveryStatus.PENDING
                 delivery.next_attempt_at = max(now, tried[-1].finished_at) + timedelta(
-                    seconds=RETRY_SCHEDULE[2]
+                    seconds=DEMO_RETRY_SCHEDULE[2]
                 )
             elif roll < 0.08:  # gave up after the whole schedule
-                failures = len(RETRY_SCHEDULE) + 1
+                failures = len(DEMO_RETRY_SCHEDULE) + 1
                 tried = _schedule_walk(
                     delivery, failures=failures, succeeds=False, at=sent_at, rng=rng
                 )
@@ -114,7 +117,7 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
             delivery.attempts = len(tried)
             # As the dispatcher counts: one scheduled retry per failure the schedule covered.
             failed = sum(attempt.status != AttemptStatus.SUCCEEDED for attempt in tried)
-            delivery.retry_count = min(failed, len(RETRY_SCHEDULE))
+            delivery.retry_count = min(failed, len(DEMO_RETRY_SCHEDULE))
             delivery.response_status = last.response_status
             delivery.error_message = last.error_message
             delivery.updated_at = last.finished_at

@@ -1,0 +1,48 @@
+"""Every change to webhooks and their deliveries happens in this package, split by concern:
+
+- `configuration`: the webhook's URL, events, enabled and paused state, and its signing secret;
+- `outbox`: recording an event as a pending delivery, in the transaction that caused it;
+- `dispatch`: claiming, sending and recording attempts, the retry schedule and the sweeps;
+- `manual`: an owner's retry of one delivery and test sends.
+
+Callers import from `apps.webhooks.services`; the names below are the package's public face.
+"""
+
+from apps.webhooks.services.configuration import (
+    webhook_secret_reveal,
+    webhook_secret_rotate,
+    webhook_update,
+)
+from apps.webhooks.services.dispatch import (
+    deliveries_dispatch_due,
+    deliveries_hold_inactive,
+    deliveries_reclaim_expired,
+    delivery_send_due,
+    pause_after_failures,
+    retry_schedule,
+)
+from apps.webhooks.services.manual import delivery_retry, delivery_send_test
+from apps.webhooks.services.outbox import (
+    delivery_record_for_run,
+    delivery_record_for_usage_threshold,
+    delivery_record_on_run_recorded,
+    event_body,
+)
+
+__all__ = [
+    "deliveries_dispatch_due",
+    "deliveries_hold_inactive",
+    "deliveries_reclaim_expired",
+    "delivery_record_for_run",
+    "delivery_record_for_usage_threshold",
+    "delivery_record_on_run_recorded",
+    "delivery_retry",
+    "delivery_send_due",
+    "delivery_send_test",
+    "event_body",
+    "pause_after_failures",
+    "retry_schedule",
+    "webhook_secret_reveal",
+    "webhook_secret_rotate",
+    "webhook_update",
+]

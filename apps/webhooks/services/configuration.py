@@ -1,0 +1,133 @@
+"""A webhook's configuration: URL, subscribed events, enabled and paused state, and its signing
+secret (revealed to an owner, rotated with a grace period for the previous one)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.common.errors import BadRequest
+from apps.common.netguard import BlockedURL, check_url
+from apps.webhooks.models import (
+    EVENT_TYPES,
+    RUN_EVENT_TYPES,
+    DeliveryStatus,
+    Webhook,
+    WebhookDelivery,
+)
+from apps.webhooks.services.dispatch import _enqueue_dispatch
+from apps.webhooks.signing import secret_generate
+
+SECRET_GRACE = timedelta(hours=24)
+_UNSET = object()
+
+
+def _webhook_for_update(agent) -> tuple[Webhook, bool]:
+    """The Agent's webhook row, locked; created (with a fresh secret) on first use."""
+    try:
+        with transaction.atomic():
+            # A webhook first made by revealing or rotating its secret is disabled, has no URL
+            # and subscribes to every event: never "active" while delivering nothing.
+            _, created = Webhook.objects.get_or_create(
+                agent=agent, defaults={"secret": secret_generate(), "events": list(RUN_EVENT_TYPES)}
+            )
+    except IntegrityError:  # created concurrently by another request
+        created = False
+    return Webhook.objects.select_for_update().get(agent=agent), created
+
+
+def _validate_url(raw) -> str:
+    if not isinstance(raw, str):
+        raise BadRequest("url: Must be a string.")
+    try:
+        url, _addresses = check_url(raw)
+    except BlockedURL as exc:
+        raise BadRequest(f"url: {exc}") from None
+    return url
+
+
+def _validate_events(events) -> list[str]:
+    if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+        raise BadRequest("events: Must be an array of event names.")
+    unknown = sorted(set(events) - set(EVENT_TYPES))
+    if unknown:
+        raise BadRequest(
+            f"events: Unknown event {unknown[0]!r}; allowed: {', '.join(EVENT_TYPES)}."
+        )
+    if not events:
+        raise BadRequest(
+            "events: Subscribe to at least one event; a webhook with none sends nothing."
+        )
+    return [event for event in EVENT_TYPES if event in events]
+
+
+def webhook_update(*, agent, url=_UNSET, events=_UNSET, enabled=_UNSET, paused=_UNSET) -> Webhook:
+    """Change the configuration; each argument left out keeps its value.
+
+    `url` is checked by the network guard (public http(s) only; "" or None clears it);
+    enabling needs a URL. Unpausing (or enabling) resumes the deliveries that waited.
+    """
+    with transaction.atomic():
+        webhook, _created = _webhook_for_update(agent)
+        now = timezone.now()
+        changed: list[str] = []
+        if url is not _UNSET:
+            webhook.url = None if url in (None, "") else _validate_url(url)
+            changed.append("url")
+        if events is not _UNSET:
+            webhook.events = _validate_events(events)
+            changed.append("events")
+        if enabled is not _UNSET:
+            webhook.enabled = bool(enabled)
+            changed.append("enabled")
+        if webhook.enabled and not webhook.url:
+            raise BadRequest("url: Set a URL before enabling the webhook.")
+        if webhook.enabled and not webhook.events:  # a row saved before events were required
+            raise BadRequest("events: Subscribe to at least one event before enabling the webhook.")
+        if paused is not _UNSET:
+            if paused and webhook.paused_at is None:
+                webhook.paused_at = now
+                changed.append("paused_at")
+            elif not paused and webhook.paused_at is not None:
+                webhook.paused_at = None
+                webhook.consecutive_failures = 0
+                changed += ["paused_at", "consecutive_failures"]
+        webhook.updated_at = now
+        webhook.save(update_fields=[*changed, "updated_at"])
+        if webhook.is_active:
+            _resume_paused(webhook, now=now)
+    return webhook
+
+
+def _resume_paused(webhook: Webhook, *, now: datetime) -> int:
+    resumed = WebhookDelivery.objects.filter(webhook=webhook, status=DeliveryStatus.PAUSED).update(
+        status=DeliveryStatus.PENDING, next_attempt_at=now, updated_at=now
+    )
+    if resumed:
+        transaction.on_commit(_enqueue_dispatch, robust=True)
+    return resumed
+
+
+def webhook_secret_rotate(*, agent) -> tuple[Webhook, str]:
+    """A new signing secret, returned once; the previous one keeps signing for 24 hours."""
+    with transaction.atomic():
+        webhook, created = _webhook_for_update(agent)
+        now = timezone.now()
+        changed: list[str] = []
+        if not created:  # a webhook created just now already has a fresh secret
+            webhook.previous_secret = webhook.secret
+            webhook.previous_secret_expires_at = now + SECRET_GRACE
+            webhook.secret = secret_generate()
+            changed = ["previous_secret", "previous_secret_expires_at", "secret"]
+        webhook.updated_at = now
+        webhook.save(update_fields=[*changed, "updated_at"])
+    return webhook, webhook.secret
+
+
+def webhook_secret_reveal(*, agent) -> str:
+    """The current secret, for an owner in the console (created on first use)."""
+    with transaction.atomic():
+        webhook, _created = _webhook_for_update(agent)
+    return webhook.secret

@@ -1,0 +1,127 @@
+"""An owner's manual actions on deliveries: retry one now, or send a test event built from a
+real run of the Agent (or an example with the same shape)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.activity.models import Run
+from apps.activity.rendering import run_to_dict
+from apps.common.errors import BadRequest, Conflict, NotFound
+from apps.common.ids import new_id
+from apps.webhooks.models import (
+    EVENT_TYPES,
+    USAGE_THRESHOLD_EVENT,
+    ClaimKind,
+    DeliveryStatus,
+    Webhook,
+    WebhookDelivery,
+)
+from apps.webhooks.services.dispatch import _attempt, _mark_sending
+from apps.webhooks.services.outbox import event_body
+
+
+def delivery_retry(*, agent, delivery_id: str) -> WebhookDelivery:
+    """Send a delivery now, whatever its status except `sending` (409); returns it after."""
+    with transaction.atomic():
+        delivery = (
+            WebhookDelivery.objects.select_for_update(of=("self",))
+            .select_related("webhook")
+            .filter(agent=agent, pk=delivery_id)
+            .first()
+        )
+        if delivery is None:
+            raise NotFound("No such webhook delivery for this Agent.")
+        if delivery.status == DeliveryStatus.SENDING:
+            raise Conflict("This delivery is being sent right now; retry when the attempt ends.")
+        if not delivery.webhook.url:
+            raise Conflict("The webhook has no URL to send to; set one first.")
+        claim = _mark_sending(delivery, kind=ClaimKind.MANUAL, now=timezone.now())
+    _attempt(claim)
+    from apps.webhooks.selectors import delivery_get
+
+    return delivery_get(agent=agent, delivery_id=delivery_id)
+
+
+def _sample_usage_threshold(*, agent, now: datetime) -> dict:
+    """A test send's `usage.threshold_reached` data: the shape apps.usage sends."""
+    return {
+        "object": "usage_threshold",
+        "workspace_id": agent.workspace_id,
+        "month": now.strftime("%Y-%m"),
+        "threshold_percent": 80,
+        "monthly_credit_limit": 1000.0,
+        "credits_used": 812.5,
+        "percent_used": 81.25,
+    }
+
+
+def _sample_run(*, agent, status: str, now: datetime) -> dict:
+    """The Agent's latest run of `status`, or an example run: both rendered by `run_to_dict`,
+    so a test send has exactly the shape of a real event."""
+    run = Run.objects.filter(agent=agent, status=status).order_by("-created_at", "-id").first()
+    if run is None:
+        run = Run(
+            id=new_id("run"),
+            agent=agent,
+            conversation_id=new_id("conv"),
+            user_id=None,
+            request_id=new_id("req"),
+            status=status,
+            model_id="example-model",
+            sdk_version="1.0.0",
+            protocol_version=1,
+            input_tokens=120,
+            output_tokens=48,
+            total_tokens=168,
+            cache_read_tokens=0,
+            cache_write_tokens=0,
+            credits_charged=0.5,
+            tool_names=[],
+            failed_tool_names=[],
+            component_kinds=[],
+            error_code="example_error" if status == "failed" else None,
+            first_chunk_at=now - timedelta(seconds=2),
+            completed_at=now,
+            total_turn_latency_ms=2400.0,
+            created_at=now - timedelta(seconds=3),
+            updated_at=now,
+        )
+    return run_to_dict(run)
+
+
+def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelivery:
+    """Send a test event now (`is_test=true`), even while paused or disabled; returns it."""
+    if event_type is not None and event_type not in EVENT_TYPES:
+        raise BadRequest(f"event_type: Must be one of {', '.join(EVENT_TYPES)}.")
+    webhook = Webhook.objects.filter(agent=agent).first()
+    if webhook is None or not webhook.url:
+        raise Conflict("The webhook has no URL to send to; set one first.")
+    if event_type is None:
+        event_type = webhook.events[0] if webhook.events else EVENT_TYPES[0]
+    now = timezone.now()
+    if event_type == USAGE_THRESHOLD_EVENT:
+        data, run_id = _sample_usage_threshold(agent=agent, now=now), None
+    else:
+        data = _sample_run(agent=agent, status=event_type.removeprefix("run."), now=now)
+        run_id = data["id"]
+    with transaction.atomic():
+        delivery = WebhookDelivery.objects.create(
+            webhook=webhook,
+            agent=agent,
+            run_id=run_id,
+            event_type=event_type,
+            is_test=True,
+            body=event_body(event_type=event_type, at=now, data=data),
+            status=DeliveryStatus.FAILED,  # the state it returns to if this send fails
+            created_at=now,
+            updated_at=now,
+        )
+        claim = _mark_sending(delivery, kind=ClaimKind.MANUAL, now=now)
+    _attempt(claim)
+    from apps.webhooks.selectors import delivery_get
+
+    return delivery_get(agent=agent, delivery_id=delivery.pk)
