@@ -5,7 +5,6 @@ Agent operations act on any Agent of the key's workspace, active or archived (th
 `agentId` names the target, not the acting Agent); another workspace's Agent is not_found.
 """
 
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 

@@ -41,7 +41,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -197,50 +197,50 @@ def _may_need_cleaning(data: bytes) -> bool:
     return _CLEANABLE_UTF8.search(data) is not None
 
 
-def render_json(value: Any, *, clean: bool = True) -> str:
-    """The markdown of a parsed JSON value (see the module docstring)."""
+def _render_sections(
+    value: Any,
+    *,
+    is_section: Callable[[Any], bool],
+    block: Callable[[Any], str],
+    clean: bool,
+) -> str:
+    """A top-level object's scalar members as lines and its `is_section` members as `##`
+    sections rendered by `block`; any other top-level value is one block."""
     blocks: list[str] = []
     if type(value) is dict:
         lines: list[str] = []
         for key, member in value.items():
-            if not _is_section(member):
+            if not is_section(member):
                 _member_lines(key, member, "", lines)
                 continue
             if lines:
                 blocks.append("\n".join(lines))
                 lines = []
             blocks.append(f"## {' '.join(str(key).split()) or '(empty key)'}")
-            blocks.append(_block(member))
+            blocks.append(block(member))
         if lines:
             blocks.append("\n".join(lines))
     else:
-        blocks.append(_block(value))
+        blocks.append(block(value))
     # One clean-up pass over everything (control characters, ligatures, raw HTML openers)
     # rather than one per value: a 10 MB file holds millions of values.
-    markdown = "\n\n".join(block for block in blocks if block)
+    markdown = "\n\n".join(part for part in blocks if part)
     return escape_inline(clean_text(markdown) if clean else markdown)
+
+
+def render_json(value: Any, *, clean: bool = True) -> str:
+    """The markdown of a parsed JSON value (see the module docstring)."""
+    return _render_sections(value, is_section=_is_section, block=_block, clean=clean)
 
 
 def render_json_outline(value: Any, *, clean: bool = True) -> str:
     """Large JSON: sections and items as in ``render_json``, values as compact JSON lines."""
-    blocks: list[str] = []
-    if type(value) is dict:
-        lines: list[str] = []
-        for key, member in value.items():
-            if type(member) not in _CONTAINERS or not member:
-                _member_lines(key, member, "", lines)
-                continue
-            if lines:
-                blocks.append("\n".join(lines))
-                lines = []
-            blocks.append(f"## {' '.join(str(key).split()) or '(empty key)'}")
-            blocks.append(_outline_block(member))
-        if lines:
-            blocks.append("\n".join(lines))
-    else:
-        blocks.append(_outline_block(value))
-    markdown = "\n\n".join(block for block in blocks if block)
-    return escape_inline(clean_text(markdown) if clean else markdown)
+    return _render_sections(
+        value,
+        is_section=lambda member: type(member) in _CONTAINERS and bool(member),
+        block=_outline_block,
+        clean=clean,
+    )
 
 
 def _outline_block(value: Any) -> str:
