@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -202,6 +202,34 @@ def _extract(data: bytes, *, source_url: str | None, name_hint: str | None) -> C
     return Content(markdown=result.markdown, page_count=result.page_count, kind=kind)
 
 
+def _claim_and_produce(
+    document_id: str,
+    *,
+    work: Q,
+    fail: Callable[[KnowledgeDocument, str], str],
+    what: str,
+) -> tuple[str, KnowledgeDocument | None, Content | None]:
+    """Claim the document for `work` and extract and index it under a heartbeat.
+
+    Returns the outcome word and, when the work succeeded, the claimed document and its content;
+    a document past its attempts, or whose work failed, is handed to `fail` (whose word is the
+    outcome) and comes back as None.
+    """
+    outcome, document = _claim(document_id, work=work)
+    if document is None:
+        return outcome, None, None
+    if document.attempts > MAX_ATTEMPTS:
+        return fail(document, INTERRUPTED), None, None
+    try:
+        with _heartbeat(document_id, work=work):
+            return outcome, document, _produce(document)
+    except WorkFailed as exc:
+        return fail(document, str(exc)), None, None
+    except Exception:
+        logger.exception("knowledge %s of %s failed unexpectedly", what, document_id)
+        return fail(document, UNEXPECTED), None, None
+
+
 def _produce(document: KnowledgeDocument) -> Content:
     data, source_url, name_hint = _read_source(document)
     return _extract(data, source_url=source_url, name_hint=name_hint)
@@ -252,19 +280,14 @@ INGEST_WORK = Q(status=Status.PROCESSING)
 
 def document_ingest(*, document_id: str) -> str:
     """First extraction and indexing of a document: "ready", "failed", "busy" or "obsolete"."""
-    outcome, document = _claim(document_id, work=INGEST_WORK)
-    if document is None:
+    outcome, document, content = _claim_and_produce(
+        document_id,
+        work=INGEST_WORK,
+        fail=lambda _document, message: _fail_ingest(document_id, message),
+        what="ingest",
+    )
+    if document is None or content is None:
         return outcome
-    if document.attempts > MAX_ATTEMPTS:
-        return _fail_ingest(document_id, INTERRUPTED)
-    try:
-        with _heartbeat(document_id, work=INGEST_WORK):
-            content = _produce(document)
-    except WorkFailed as exc:
-        return _fail_ingest(document_id, str(exc))
-    except Exception:
-        logger.exception("knowledge ingest of %s failed unexpectedly", document_id)
-        return _fail_ingest(document_id, UNEXPECTED)
 
     now = timezone.now()
     with transaction.atomic():
@@ -327,19 +350,11 @@ def document_refresh(*, document_id: str) -> str:
     indexing succeeded; until then content and search serve the previous version. A failure
     keeps the previous content and records `refresh_error_message`.
     """
-    outcome, document = _claim(document_id, work=REFRESH_WORK)
-    if document is None:
+    outcome, document, content = _claim_and_produce(
+        document_id, work=REFRESH_WORK, fail=_fail_refresh, what="refresh"
+    )
+    if document is None or content is None:
         return outcome
-    if document.attempts > MAX_ATTEMPTS:
-        return _fail_refresh(document, INTERRUPTED)
-    try:
-        with _heartbeat(document_id, work=REFRESH_WORK):
-            content = _produce(document)
-    except WorkFailed as exc:
-        return _fail_refresh(document, str(exc))
-    except Exception:
-        logger.exception("knowledge refresh of %s failed unexpectedly", document_id)
-        return _fail_refresh(document, UNEXPECTED)
 
     sha256 = _sha256(content.markdown)
     now = timezone.now()
