@@ -1,7 +1,7 @@
 """Rows to API objects (Agent, Agent revision, Workspace): plain functions, exact field sets."""
 
 from apps.common.time import iso
-from apps.workspaces.configuration import CONFIGURATION_FIELDS
+from apps.workspaces.configuration import CONFIGURATION_FIELDS, snapshot
 from apps.workspaces.models import Agent, AgentRevision, ApiKey, Workspace
 
 
@@ -10,13 +10,7 @@ def agent_to_dict(agent: Agent) -> dict:
         "object": "agent",
         "id": agent.pk,
         "workspace_id": agent.workspace_id,
-        "name": agent.name,
-        "description": agent.description,
-        "instructions": agent.instructions,
-        "model_id": agent.model_id,
-        "effort": agent.effort,
-        "knowledge_search_enabled": agent.knowledge_search_enabled,
-        "allowed_origins": list(agent.allowed_origins),
+        **snapshot(agent),  # the configuration fields, as a revision stores them
         "status": agent.status,
         "revision": agent.revision,
         "created_at": iso(agent.created_at),
