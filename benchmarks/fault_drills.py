@@ -106,7 +106,7 @@ class HeldPage:
         page = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 page.arrived.set()
                 page.released.wait(120)
                 body = b"<html><head><title>Drill</title></head><body><h1>Drill</h1>"

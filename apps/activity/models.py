@@ -185,7 +185,3 @@ class Run(models.Model):
                 condition=models.Q(protocol_version__gte=1), name="run_protocol_version_min_1"
             ),
         ]
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in END_STATES

@@ -15,7 +15,7 @@ same record twice changes nothing. Rules:
 """
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +38,6 @@ class RecordResult:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
-    runs_ended: list[str] = field(default_factory=list)
 
     def count(self, outcome: str) -> None:
         setattr(self, outcome, getattr(self, outcome) + 1)

@@ -110,7 +110,7 @@ class KnowledgeViewSet(AgentViewSet):
         parameters=[ID_PARAMETER],
         responses={200: KnowledgeDocumentOut},
     )
-    def retrieve(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def retrieve(self, request, id: str, agent_id: str | None = None):
         return json_response(document_out(selectors.document_get(agent=self.agent, document_id=id)))
 
     @extend_schema(
@@ -119,7 +119,7 @@ class KnowledgeViewSet(AgentViewSet):
         request=KnowledgeDocumentUpdateIn,
         responses={200: KnowledgeDocumentOut},
     )
-    def partial_update(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def partial_update(self, request, id: str, agent_id: str | None = None):
         data = _validated(KnowledgeDocumentUpdateIn, request.data)
         document = services.document_update(agent=self.agent, document_id=id, **data)
         return json_response(document_out(document))
@@ -130,7 +130,7 @@ class KnowledgeViewSet(AgentViewSet):
         parameters=[ID_PARAMETER],
         responses={204: OpenApiResponse(description="Deleted.")},
     )
-    def destroy(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def destroy(self, request, id: str, agent_id: str | None = None):
         services.document_delete(agent=self.agent, document_id=id)
         return HttpResponse(status=204)
 
@@ -144,7 +144,7 @@ class KnowledgeViewSet(AgentViewSet):
             )
         },
     )
-    def content(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def content(self, request, id: str, agent_id: str | None = None):
         version = selectors.document_content(agent=self.agent, document_id=id)
         return HttpResponse(version.markdown, content_type="text/markdown; charset=utf-8")
 
@@ -157,7 +157,7 @@ class KnowledgeViewSet(AgentViewSet):
         request=None,
         responses={202: KnowledgeDocumentOut},
     )
-    def refresh(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def refresh(self, request, id: str, agent_id: str | None = None):
         document = services.document_refresh_request(agent=self.agent, document_id=id)
         return json_response(document_out(document), status=202)
 
@@ -168,7 +168,7 @@ class KnowledgeViewSet(AgentViewSet):
         request=KnowledgeScheduleIn,
         responses={200: KnowledgeDocumentOut},
     )
-    def schedule(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def schedule(self, request, id: str, agent_id: str | None = None):
         data = _validated(KnowledgeScheduleIn, request.data)
         document = services.document_schedule(agent=self.agent, document_id=id, **data)
         return json_response(document_out(document))

@@ -131,7 +131,7 @@ def _heartbeat(document_id: str, *, work: Q) -> Iterator[None]:
                 KnowledgeDocument.objects.filter(
                     work, pk=document_id, claimed_until__isnull=False
                 ).update(claimed_until=timezone.now() + lease)
-        except Exception:  # noqa: BLE001 - a missed renewal only risks a duplicate attempt
+        except Exception:
             logger.warning("could not renew the claim on %s", document_id, exc_info=True)
         finally:
             connection.close()

@@ -58,7 +58,7 @@ def enqueue_after_commit(task_name: str, document_id: str) -> None:
         task = {"ingest": tasks.ingest, "refresh": tasks.refresh, "embed": tasks.embed}[task_name]
         try:
             task.apply_async(args=[document_id], retry=False)
-        except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper retries
+        except Exception as exc:
             logger.warning(
                 "could not queue knowledge.%s for %s (%r); recover_stalled will queue it",
                 task_name,

@@ -96,7 +96,7 @@ class McpServerViewSet(AgentViewSet):
         parameters=[ID_PARAMETER],
         responses={200: McpServerOut},
     )
-    def retrieve(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def retrieve(self, request, id: str, agent_id: str | None = None):
         return json_response(server_to_dict(selectors.server_get(agent=self.agent, server_id=id)))
 
     @extend_schema(
@@ -107,7 +107,7 @@ class McpServerViewSet(AgentViewSet):
         request=McpServerUpdateIn,
         responses={200: McpServerOut},
     )
-    def partial_update(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def partial_update(self, request, id: str, agent_id: str | None = None):
         data = _validated(McpServerUpdateIn, request.data)
         server = services.server_update(agent=self.agent, server_id=id, **data)
         return json_response(server_to_dict(server))
@@ -118,7 +118,7 @@ class McpServerViewSet(AgentViewSet):
         parameters=[ID_PARAMETER],
         responses={204: OpenApiResponse(description="Deleted.")},
     )
-    def destroy(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def destroy(self, request, id: str, agent_id: str | None = None):
         services.server_delete(agent=self.agent, server_id=id)
         return HttpResponse(status=204)
 
@@ -130,7 +130,7 @@ class McpServerViewSet(AgentViewSet):
         request=None,
         responses={202: McpServerOut},
     )
-    def discover(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def discover(self, request, id: str, agent_id: str | None = None):
         server = services.server_discover_request(agent=self.agent, server_id=id)
         return json_response(server_to_dict(server), status=202)
 
@@ -140,7 +140,7 @@ class McpServerViewSet(AgentViewSet):
         parameters=[ID_PARAMETER, *PAGE_PARAMETERS],
         responses={200: McpToolList},
     )
-    def tools(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def tools(self, request, id: str, agent_id: str | None = None):
         queryset = selectors.tool_list(agent=self.agent, server_id=id)
         return self.paginated(queryset, keyset=TOOL_KEYSET, render=tool_to_dict)
 
@@ -151,7 +151,7 @@ class McpServerViewSet(AgentViewSet):
         request=McpToolUpdateIn,
         responses={200: McpToolOut},
     )
-    def tool_update(self, request, id: str, name: str, agent_id: str | None = None):  # noqa: A002
+    def tool_update(self, request, id: str, name: str, agent_id: str | None = None):
         data = _validated(McpToolUpdateIn, request.data)
         tool = services.tool_set_enabled(
             agent=self.agent, server_id=id, name=name, enabled=data["enabled"]
@@ -165,6 +165,6 @@ class McpServerViewSet(AgentViewSet):
         parameters=[ID_PARAMETER, *PAGE_PARAMETERS],
         responses={200: McpDiscoveryList},
     )
-    def changes(self, request, id: str, agent_id: str | None = None):  # noqa: A002
+    def changes(self, request, id: str, agent_id: str | None = None):
         queryset = selectors.discovery_list(agent=self.agent, server_id=id)
         return self.paginated(queryset, keyset=DISCOVERY_KEYSET, render=discovery_to_dict)

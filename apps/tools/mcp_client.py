@@ -353,7 +353,7 @@ async def _discover(
             )
             try:
                 tools = await _list_with(transport_cm, limits)
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a message
+            except Exception as exc:
                 error = _as_discovery_error(exc, limits=limits)
                 if first_error is None:
                     first_error = error

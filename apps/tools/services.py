@@ -72,7 +72,7 @@ def enqueue_discovery_after_commit(server_id: str) -> None:
 
         try:
             tasks.discover.apply_async(args=[server_id], retry=False)
-        except Exception:  # noqa: BLE001 - any broker failure; the sweeper retries
+        except Exception:
             logger.warning(
                 "could not queue tools.discover for %s; discover_due will retry",
                 server_id,

@@ -48,15 +48,6 @@ def agent_revision_get(*, agent: Agent, revision_id: str) -> AgentRevision:
     return revision
 
 
-def agent_revision_before(*, revision: AgentRevision) -> AgentRevision | None:
-    """The revision `revision` replaced, to show what it changed."""
-    return (
-        AgentRevision.objects.filter(agent_id=revision.agent_id, number__lt=revision.number)
-        .order_by("-number")
-        .first()
-    )
-
-
 def api_key_list(*, agent: Agent) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(agent=agent).select_related("created_by").order_by("-created_at")
 

@@ -41,13 +41,6 @@ def workspace_create(*, name: str, owner) -> Workspace:
     return workspace
 
 
-def membership_set(*, workspace: Workspace, user, role: str) -> Membership:
-    membership, _ = Membership.objects.update_or_create(
-        workspace=workspace, user=user, defaults={"role": role}
-    )
-    return membership
-
-
 # --- Agents: configuration with revisions, archive and restore ----------------------------
 
 
@@ -404,7 +397,7 @@ def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
         ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
         try:
             _drop_cached_key(key.lookup_id)
-        except Exception as exc:  # noqa: BLE001 - any cache failure undoes the revocation
+        except Exception as exc:
             logger.warning("revocation of %s undone: key cache unavailable (%r)", key.pk, exc)
             raise ServiceUnavailable(
                 "The API key cache could not be cleared, so the key was not revoked and still "
@@ -439,7 +432,7 @@ def _cached_key(lookup_id: str) -> ApiKey | None:
         return None
     try:
         return cache.get(_key_cache_name(lookup_id))
-    except Exception:  # noqa: BLE001 - a cache outage falls back to the database
+    except Exception:
         logger.warning("API key cache unavailable", exc_info=True)
         return None
 
@@ -449,7 +442,7 @@ def _remember_key(key: ApiKey) -> None:
         return
     try:
         cache.set(_key_cache_name(key.lookup_id), key, KEY_CACHE_SECONDS)
-    except Exception:  # noqa: BLE001
+    except Exception:
         logger.warning("API key cache unavailable", exc_info=True)
 
 
@@ -468,7 +461,7 @@ def _forget_cached_key(lookup_id: str) -> None:
     def forget() -> None:
         try:
             _drop_cached_key(lookup_id)
-        except Exception:  # noqa: BLE001 - entries expire on their own within a minute
+        except Exception:
             logger.error("could not drop a cached API key", exc_info=True)
 
     forget()

@@ -53,7 +53,7 @@ class PageServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 server.requests.append(self.path)
                 server.arrived.set()
                 server.hold.wait(timeout=60)

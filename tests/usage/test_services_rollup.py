@@ -165,7 +165,7 @@ def test_concurrent_recordings_never_lose_an_increment(agent):
                     conversation_id=conversations[index],
                     credits_charged=0.01,
                 )
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:
             errors.append(exc)
         finally:
             connection.close()

@@ -72,7 +72,7 @@ def run_tool(
         with open(path, "wb") as handle:
             handle.write(data)
         try:
-            completed = subprocess.run(  # noqa: S603 - fixed program, our own temporary file
+            completed = subprocess.run(
                 [path if arg == INPUT else arg for arg in args] + ([] if INPUT in args else [path]),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
