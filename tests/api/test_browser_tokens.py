@@ -7,14 +7,13 @@ import pytest
 import schemathesis
 from django.test import Client
 from django.utils import timezone
-from hypothesis import HealthCheck
-from hypothesis import settings as hypothesis_settings
 
 from apps.activity.models import EndUser
 from apps.activity.services import auth_token_create
 from apps.workspaces.browser_tokens import browser_token_verify
 from apps.workspaces.services import api_key_revoke
 from tests.activity.factories import conversation_factory, end_user_factory, message_factory
+from tests.api.fuzzing import FUZZ_SETTINGS, call_and_validate
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -384,33 +383,6 @@ def fuzz_token(fuzz_key, agent):
 
 
 @me_schema.parametrize()
-@hypothesis_settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.filter_too_much,
-    ],
-)
+@FUZZ_SETTINGS
 def test_fuzz_me_with_a_browser_token(case, fuzz_token):
-    from schemathesis.checks import not_a_server_error
-    from schemathesis.specs.openapi.checks import (
-        content_type_conformance,
-        response_schema_conformance,
-        status_code_conformance,
-    )
-
-    from config.wsgi import application
-
-    case.headers = {**(case.headers or {}), "Authorization": f"Bearer {fuzz_token}"}
-    response = case.call_wsgi(app=application)
-    case.validate_response(
-        response,
-        checks=(
-            not_a_server_error,
-            status_code_conformance,
-            content_type_conformance,
-            response_schema_conformance,
-        ),
-    )
+    call_and_validate(case, bearer=fuzz_token)

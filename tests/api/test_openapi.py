@@ -7,10 +7,10 @@ later are covered without touching this file) and asserts no 5xx and responses t
 import pytest
 import schemathesis
 from django.test import Client
-from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 
 from apps.workspaces.scopes import ALL_SCOPES
+from tests.api.fuzzing import FUZZ_SETTINGS, call_and_validate
 
 pytestmark = pytest.mark.django_db
 
@@ -78,36 +78,9 @@ def fuzz_schema(db):
 
 
 @schema.parametrize()
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.filter_too_much,
-    ],
-)
+@FUZZ_SETTINGS
 def test_fuzz_every_operation(case, fuzz_key):
-    from schemathesis.checks import not_a_server_error
-    from schemathesis.specs.openapi.checks import (
-        content_type_conformance,
-        response_schema_conformance,
-        status_code_conformance,
-    )
-
-    from config.wsgi import application
-
-    case.headers = {**(case.headers or {}), "Authorization": f"Bearer {fuzz_key.raw_key}"}
-    response = case.call_wsgi(app=application)
-    case.validate_response(
-        response,
-        checks=(
-            not_a_server_error,
-            status_code_conformance,
-            content_type_conformance,
-            response_schema_conformance,
-        ),
-    )
+    call_and_validate(case, bearer=fuzz_key.raw_key)
 
 
 def test_path_parameters_carry_the_contracts_names(openapi_document):
