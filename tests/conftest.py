@@ -195,3 +195,25 @@ def pytest_terminal_summary(terminalreporter):
             f"corpus is not at {CORPUS_DIR}; set CORPUS_DIR to run them.",
             yellow=True,
         )
+
+
+def console_client(user, agent) -> Client:
+    """A browser-less console session of `user`, with `agent` as its current Agent."""
+    from apps.workspaces.console import SESSION_AGENT_KEY
+
+    client = Client()
+    client.force_login(user)
+    session = client.session
+    session[SESSION_AGENT_KEY] = agent.pk
+    session.save()
+    return client
+
+
+@pytest.fixture
+def owner_client(owner, agent):
+    return console_client(owner, agent)
+
+
+@pytest.fixture
+def member_client(member, agent):
+    return console_client(member, agent)

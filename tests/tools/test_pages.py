@@ -4,7 +4,6 @@ status polling, tool toggles over htmx; members read, owners change; other Agent
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from apps.tools import services, tasks
 from apps.tools.models import McpServer, McpTool
@@ -12,27 +11,6 @@ from apps.tools.models import McpServer, McpTool
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
-
-
-def _client_for(user, agent) -> Client:
-    from apps.workspaces.console import SESSION_AGENT_KEY
-
-    client = Client()
-    client.force_login(user)
-    session = client.session
-    session[SESSION_AGENT_KEY] = agent.pk
-    session.save()
-    return client
-
-
-@pytest.fixture
-def owner_client(owner, agent):
-    return _client_for(owner, agent)
-
-
-@pytest.fixture
-def member_client(member, agent):
-    return _client_for(member, agent)
 
 
 @pytest.fixture

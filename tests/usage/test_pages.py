@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from django.test import Client
 
 from apps.workspaces.models import Workspace
 from tests.usage.helpers import record_run
@@ -21,27 +20,6 @@ HTMX = {"HX-Request": "true", "HX-Target": "usage-report"}
 @pytest.fixture(autouse=True)
 def _now(time_machine):
     time_machine.move_to(NOW, tick=False)
-
-
-def signed_in(user, agent) -> Client:
-    from apps.workspaces.console import SESSION_AGENT_KEY
-
-    client = Client()
-    client.force_login(user)
-    session = client.session
-    session[SESSION_AGENT_KEY] = agent.pk
-    session.save()
-    return client
-
-
-@pytest.fixture
-def owner_client(owner, agent):
-    return signed_in(owner, agent)
-
-
-@pytest.fixture
-def member_client(member, agent):
-    return signed_in(member, agent)
 
 
 def test_page_shows_this_months_workspace_usage_and_lights_the_nav(

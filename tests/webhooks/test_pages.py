@@ -16,18 +16,6 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 
-@pytest.fixture
-def owner_client(owner, agent):
-    from apps.workspaces.console import SESSION_AGENT_KEY
-
-    client = Client()
-    client.force_login(owner)
-    session = client.session
-    session[SESSION_AGENT_KEY] = agent.pk  # the console's current Agent
-    session.save()
-    return client
-
-
 @pytest.mark.smoke
 def test_page_renders_for_an_owner_and_lights_the_nav(owner_client):
     response = owner_client.get("/webhooks/")
