@@ -24,20 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agent_console_bench"
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        exists = connection.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
-        ).fetchone()
-        if not exists:
-            connection.execute(f'CREATE DATABASE "{name}"')
 
 
 def prepare(runs: int) -> tuple[str, str]:

@@ -42,6 +42,9 @@ from tempfile import TemporaryDirectory
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/agent_console_drill"
 
 from tests.redis_server import RedisServer, free_port  # noqa: E402
@@ -126,18 +129,6 @@ class HeldPage:
 
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/page"
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        if not connection.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
-        ).fetchone():
-            connection.execute(f'CREATE DATABASE "{name}"')
 
 
 class Service:
