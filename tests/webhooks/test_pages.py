@@ -266,3 +266,10 @@ def test_deliveries_export_of_a_member_is_refused(member, agent):
     client = Client()
     client.force_login(member)
     assert client.get("/webhooks/deliveries/export/").status_code == 403
+
+
+def test_export_columns_are_exactly_the_delivery_objects_fields(agent):
+    from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
+
+    delivery = delivery_factory(webhook=webhook_factory(agent=agent))
+    assert DELIVERY_COLUMNS == list(delivery_to_dict(delivery))
