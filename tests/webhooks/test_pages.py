@@ -272,4 +272,4 @@ def test_export_columns_are_exactly_the_delivery_objects_fields(agent):
     from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
 
     delivery = delivery_factory(webhook=webhook_factory(agent=agent))
-    assert DELIVERY_COLUMNS == list(delivery_to_dict(delivery))
+    assert list(delivery_to_dict(delivery)) == DELIVERY_COLUMNS
