@@ -1,17 +1,65 @@
 # ruff: noqa: DJ001 - the contract tells null ("not recorded") from "" apart, so strings are nullable.
 """What an Agent runtime observes: end users, conversations, their messages and model runs.
 
-Ids come from the runtime (recording is idempotent by id) and are kept as the primary key;
-records without one get a time-ordered id such as `run_01J...`. Every row carries its Agent,
-and every list is served by an index that starts with it (or with the conversation), so a
+Ids come from the runtime (recording is idempotent by id); records without one get a
+time-ordered id such as `run_01J...`. An id is unique per Agent only, never globally: two
+workspaces may record the same `run_1`, and neither learns that the other did (docs/faults.md,
+item 5). So each table has an internal row key (`row`), the public `id` is unique together with
+the Agent, and the links between records (a run's conversation, a conversation's user) are
+`(agent, id)` pairs: `ForeignObject`s over the plain `conversation_id` / `user_id` columns, with
+composite foreign keys in PostgreSQL (migration 0003).
+
+Every row carries its Agent, and every list is served by an index that starts with it, so a
 page is one index range scan at any depth.
 """
 
+from typing import Any
+
 from django.db import models
+from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
 
 from apps.common.ids import id_factory
 
 ID_MAX_LENGTH = 64
+
+
+class _SameAgentDescriptor(ForwardManyToOneDescriptor):
+    """`run.conversation = x` for a link whose columns include the record's own `agent_id`.
+
+    Django would copy every column of the link: unlinking (`= None`) would clear the Agent too,
+    and linking a record of another Agent would move this one. Neither may happen.
+    """
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        agent_id = instance.__dict__.get("agent_id")
+        if value is not None and agent_id is not None and value.agent_id != agent_id:
+            raise ValueError("A record can only be linked to a record of its own Agent.")
+        super().__set__(instance, value)
+        if value is None:
+            instance.agent_id = agent_id
+
+
+class SameAgentLink(models.ForeignObject):
+    """A link to another record of the same Agent: `(agent, <through>)` -> `(agent, id)`.
+
+    Django does nothing on delete: PostgreSQL's composite foreign keys cascade (or set the id to
+    null), and records are only ever deleted with their Agent.
+    """
+
+    forward_related_accessor_class = _SameAgentDescriptor
+
+    def __init__(self, to: Any, *, through: str | None = None, **kwargs: Any) -> None:
+        # `through` names the column holding the linked id; clones pass the full kwargs instead.
+        if through is not None:
+            kwargs.setdefault("from_fields", ["agent", through])
+            kwargs.setdefault("to_fields", ["agent", "id"])
+        kwargs.setdefault("on_delete", models.DO_NOTHING)
+        super().__init__(to, **kwargs)
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        # Migrations see a plain ForeignObject: the descriptor changes no schema.
+        return name, "django.db.models.ForeignObject", args, kwargs
 
 
 class RunStatus(models.TextChoices):
@@ -33,7 +81,8 @@ class EndUser(models.Model):
         PREVIEW = "preview", "Preview"
         UNKNOWN = "unknown", "Unknown"
 
-    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("usr"))
+    row = models.BigAutoField(primary_key=True)
+    id = models.CharField(max_length=ID_MAX_LENGTH, default=id_factory("usr"))
     agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
     external_id = models.CharField(max_length=255, null=True, blank=True)
     identity_type = models.CharField(
@@ -51,6 +100,8 @@ class EndUser(models.Model):
             models.Index(fields=["agent", "-last_seen_at", "-id"], name="enduser_agent_seen"),
         ]
         constraints = [
+            # Ids are the runtime's and unique per Agent only (see the module docstring).
+            models.UniqueConstraint(fields=["agent", "id"], name="enduser_agent_id"),
             # Recording upserts by external id: at most one user per external id and Agent.
             models.UniqueConstraint(
                 fields=["agent", "external_id"],
@@ -68,11 +119,11 @@ class Conversation(models.Model):
         EMBED = "embed", "Embed"
         PREVIEW = "preview", "Preview"
 
-    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("conv"))
+    row = models.BigAutoField(primary_key=True)
+    id = models.CharField(max_length=ID_MAX_LENGTH, default=id_factory("conv"))
     agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
-    user = models.ForeignKey(
-        EndUser, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations"
-    )
+    user_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
+    user = SameAgentLink("EndUser", through="user_id", related_name="conversations", null=True)
     title = models.CharField(max_length=500, null=True, blank=True)
     status = models.CharField(max_length=12, choices=RunStatus.choices, null=True, blank=True)
     source = models.CharField(max_length=12, choices=Source.choices, null=True, blank=True)
@@ -84,11 +135,14 @@ class Conversation(models.Model):
             # GET /v1/conversations and the Conversations page: most recently updated first.
             models.Index(fields=["agent", "-updated_at", "-id"], name="conv_agent_updated"),
             # ?user_id= on the list, and a user's page: that user's conversations.
-            models.Index(fields=["agent", "user", "-updated_at", "-id"], name="conv_agent_user"),
+            models.Index(fields=["agent", "user_id", "-updated_at", "-id"], name="conv_agent_user"),
             # ?status= on the list.
             models.Index(
                 fields=["agent", "status", "-updated_at", "-id"], name="conv_agent_status"
             ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "id"], name="conv_agent_id"),
         ]
 
     def __str__(self) -> str:
@@ -101,11 +155,11 @@ class Message(models.Model):
         ASSISTANT = "assistant", "Assistant"
         SYSTEM = "system", "System"
 
-    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("msg"))
+    row = models.BigAutoField(primary_key=True)
+    id = models.CharField(max_length=ID_MAX_LENGTH, default=id_factory("msg"))
     agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
-    conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
-    )
+    conversation_id = models.CharField(max_length=ID_MAX_LENGTH)
+    conversation = SameAgentLink("Conversation", through="conversation_id", related_name="messages")
     role = models.CharField(max_length=10, choices=Role.choices)
     # AI SDK UIMessage parts, stored exactly as the runtime sent them.
     parts = models.JSONField(default=list)
@@ -116,19 +170,25 @@ class Message(models.Model):
     class Meta:
         indexes = [
             # GET /v1/conversations/{id}/messages and the transcript: oldest first.
-            models.Index(fields=["conversation", "created_at", "id"], name="msg_conv_created"),
+            models.Index(
+                fields=["agent", "conversation_id", "created_at", "id"], name="msg_conv_created"
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "id"], name="msg_agent_id"),
         ]
 
 
 class Run(models.Model):
     Status = RunStatus
 
-    id = models.CharField(primary_key=True, max_length=ID_MAX_LENGTH, default=id_factory("run"))
+    row = models.BigAutoField(primary_key=True)
+    id = models.CharField(max_length=ID_MAX_LENGTH, default=id_factory("run"))
     agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
-    user = models.ForeignKey(
-        EndUser, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
-    )
+    conversation_id = models.CharField(max_length=ID_MAX_LENGTH)
+    conversation = SameAgentLink("Conversation", through="conversation_id", related_name="runs")
+    user_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
+    user = SameAgentLink("EndUser", through="user_id", related_name="runs", null=True)
     request_id = models.CharField(max_length=255)
     status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.STREAMING)
     model_id = models.CharField(max_length=255, null=True, blank=True)
@@ -157,12 +217,12 @@ class Run(models.Model):
             models.Index(fields=["agent", "-created_at", "-id"], name="run_agent_created"),
             # ?conversation_id= on the list, and the runs beside a transcript.
             models.Index(
-                fields=["agent", "conversation", "-created_at", "-id"], name="run_agent_conv"
+                fields=["agent", "conversation_id", "-created_at", "-id"], name="run_agent_conv"
             ),
             # ?status= on the list (for example every failed run).
             models.Index(fields=["agent", "status", "-created_at", "-id"], name="run_agent_status"),
             # ?user_id= on the list and a user's page.
-            models.Index(fields=["agent", "user", "-created_at", "-id"], name="run_agent_user"),
+            models.Index(fields=["agent", "user_id", "-created_at", "-id"], name="run_agent_user"),
             # ?model_id= and ?error_code= on the list (the console's run filters).
             models.Index(
                 fields=["agent", "model_id", "-created_at", "-id"], name="run_agent_model"
@@ -172,6 +232,7 @@ class Run(models.Model):
             ),
         ]
         constraints = [
+            models.UniqueConstraint(fields=["agent", "id"], name="run_agent_id"),
             models.CheckConstraint(
                 condition=models.Q(credits_charged__isnull=True) | models.Q(credits_charged__gte=0),
                 name="run_credits_non_negative",

@@ -136,7 +136,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
 def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpResponse:
     conversation = selectors.conversation_get(agent=request.agent, conversation_id=conversation_id)
     messages = selectors.transcript_messages(
-        agent=request.agent, conversation_id=conversation.pk, limit=TRANSCRIPT_LIMIT
+        agent=request.agent, conversation_id=conversation.id, limit=TRANSCRIPT_LIMIT
     )
     context = {
         "section": "conversations",
@@ -146,7 +146,7 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
         "truncated": len(messages) > TRANSCRIPT_LIMIT,
         "remote_images": remote_images_allowed(request),
         "runs": selectors.conversation_runs(
-            agent=request.agent, conversation_id=conversation.pk, limit=CONVERSATION_RUNS_LIMIT
+            agent=request.agent, conversation_id=conversation.id, limit=CONVERSATION_RUNS_LIMIT
         ),
     }
     return render(request, "activity/conversation_detail.html", context)
@@ -184,10 +184,10 @@ def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
         "initials": initials_of(user.display_name or user.email or user.external_id or ""),
         "remote_images": remote_images_allowed(request),
         "conversations": selectors.user_recent_conversations(
-            agent=request.agent, user_id=user.pk, limit=USER_CONVERSATIONS_LIMIT
+            agent=request.agent, user_id=user.id, limit=USER_CONVERSATIONS_LIMIT
         ),
         "runs": selectors.user_recent_runs(
-            agent=request.agent, user_id=user.pk, limit=USER_RUNS_LIMIT
+            agent=request.agent, user_id=user.id, limit=USER_RUNS_LIMIT
         ),
     }
     return render(request, "activity/user_detail.html", context)

@@ -119,7 +119,7 @@ def user_list(*, agent: Agent, filters: dict | None = None, search: str = "") ->
 
 
 def user_get(*, agent: Agent, user_id: str) -> EndUser:
-    user = EndUser.objects.filter(agent=agent, pk=user_id).first() if _is_id(user_id) else None
+    user = EndUser.objects.filter(agent=agent, id=user_id).first() if _is_id(user_id) else None
     if user is None:
         raise NotFound(f"No user {user_id!r} for this Agent.")
     return user
@@ -150,7 +150,7 @@ def conversation_list(
 
 def conversation_get(*, agent: Agent, conversation_id: str) -> Conversation:
     conversation = (
-        Conversation.objects.filter(agent=agent, pk=conversation_id).first()
+        Conversation.objects.filter(agent=agent, id=conversation_id).first()
         if _is_id(conversation_id)
         else None
     )
@@ -164,12 +164,12 @@ def message_list(
 ) -> QuerySet[Message]:
     """Messages of one conversation of the Agent; another Agent's conversation is not found,
     and so is another end user's when `user_id` is given (a browser token's own user)."""
-    conversations = Conversation.objects.filter(agent=agent, pk=conversation_id)
+    conversations = Conversation.objects.filter(agent=agent, id=conversation_id)
     if user_id is not None:
         conversations = conversations.filter(user_id=user_id)
     if not _is_id(conversation_id) or not conversations.exists():
         raise NotFound(f"No conversation {conversation_id!r} for this Agent.")
-    return Message.objects.filter(conversation_id=conversation_id)
+    return Message.objects.filter(agent=agent, conversation_id=conversation_id)
 
 
 # --- runs ----------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
 
 
 def run_get(*, agent: Agent, run_id: str) -> Run:
-    run = Run.objects.filter(agent=agent, pk=run_id).first() if _is_id(run_id) else None
+    run = Run.objects.filter(agent=agent, id=run_id).first() if _is_id(run_id) else None
     if run is None:
         raise NotFound(f"No run {run_id!r} for this Agent.")
     return run
@@ -209,13 +209,13 @@ def conversation_find(*, agent: Agent, conversation_id: str | None) -> Conversat
     """The conversation if it exists for the Agent, else None (a run's link may dangle)."""
     if not conversation_id:
         return None
-    return Conversation.objects.filter(agent=agent, pk=conversation_id).first()
+    return Conversation.objects.filter(agent=agent, id=conversation_id).first()
 
 
 def end_user_find(*, agent: Agent, user_id: str | None) -> EndUser | None:
     if not user_id:
         return None
-    return EndUser.objects.filter(agent=agent, pk=user_id).first()
+    return EndUser.objects.filter(agent=agent, id=user_id).first()
 
 
 def transcript_messages(*, agent: Agent, conversation_id: str, limit: int) -> list[Message]:

@@ -64,17 +64,15 @@ def activity_record(*, agent: Agent, records: Iterable[Record]) -> RecordResult:
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _locked(model: type[Any], *, agent: Agent, pk: str | None, label: str):
-    """The row with this id, locked for the rest of the transaction; None when it is new.
+def _locked(model: type[Any], *, agent: Agent, record_id: str | None):
+    """The Agent's record with this id, locked for the rest of the transaction; None when new.
 
-    Ids are global primary keys; one used by another Agent is refused without saying whose.
+    Ids are unique per Agent: another Agent's record with the same id is invisible here, so
+    recording answers exactly as for an unused id (docs/faults.md, item 5).
     """
-    if pk is None:
+    if record_id is None:
         return None
-    row = model.objects.select_for_update().filter(pk=pk).first()
-    if row is not None and row.agent_id != agent.pk:
-        raise BadRequest(f"{label}.id: {pk!r} is already used; choose another id.")
-    return row
+    return model.objects.select_for_update().filter(agent=agent, id=record_id).first()
 
 
 def _apply(row: models.Model, data: dict, names: Iterable[str]) -> list[str]:
@@ -95,14 +93,14 @@ def _stamp_updated_at(row: models.Model, data: dict, changed: list[str], *, now)
         changed.append("updated_at")
 
 
-def _create(row: models.Model, *, label: str) -> None:
+def _create(row: EndUser | Conversation | Message | Run, *, label: str) -> None:
     """Insert in a savepoint: a concurrent insert of the same id becomes a clean 400."""
     try:
         with transaction.atomic():
             row.save(force_insert=True)
     except IntegrityError:
         raise BadRequest(
-            f"{label}.id: {row.pk!r} was recorded concurrently or clashes with another "
+            f"{label}.id: {row.id!r} was recorded concurrently or clashes with another "
             "record; send the record again."
         ) from None
 
@@ -110,14 +108,14 @@ def _create(row: models.Model, *, label: str) -> None:
 def _user_of(agent: Agent, user_id: str | None, *, label: str) -> EndUser | None:
     if user_id is None:
         return None
-    user = EndUser.objects.filter(agent=agent, pk=user_id).first()
+    user = EndUser.objects.filter(agent=agent, id=user_id).first()
     if user is None:
         raise BadRequest(f"{label}.user_id: no user {user_id!r} recorded for this Agent.")
     return user
 
 
 def _conversation_of(agent: Agent, conversation_id: str, *, label: str) -> Conversation:
-    conversation = Conversation.objects.filter(agent=agent, pk=conversation_id).first()
+    conversation = Conversation.objects.filter(agent=agent, id=conversation_id).first()
     if conversation is None:
         raise BadRequest(
             f"{label}.conversation_id: no conversation {conversation_id!r} recorded for this Agent."
@@ -138,15 +136,15 @@ _USER_FIELDS = ("external_id", "identity_type", "display_name", "email", "avatar
 
 def end_user_record(*, agent: Agent, data: dict, label: str = "record") -> str:
     """Upsert an end user seen by the Agent, by `id` or else by `external_id`."""
-    user = _locked(EndUser, agent=agent, pk=data.get("id"), label=label)
+    user = _locked(EndUser, agent=agent, record_id=data.get("id"))
     external_id = data.get("external_id")
     if external_id is not None:
         holder = (
             EndUser.objects.select_for_update().filter(agent=agent, external_id=external_id).first()
         )
-        if holder is not None and "id" in data and holder.pk != data["id"]:
+        if holder is not None and "id" in data and holder.id != data["id"]:
             raise BadRequest(
-                f"{label}.external_id: already recorded for user {holder.pk!r}, not {data['id']!r}."
+                f"{label}.external_id: already recorded for user {holder.id!r}, not {data['id']!r}."
             )
         user = user or holder
     now = timezone.now()
@@ -158,7 +156,7 @@ def end_user_record(*, agent: Agent, data: dict, label: str = "record") -> str:
             last_seen_at=last_seen,
         )
         if "id" in data:
-            user.pk = data["id"]
+            user.id = data["id"]
         _apply(user, data, _USER_FIELDS)
         _create(user, label=label)
         return CREATED
@@ -217,7 +215,7 @@ def auth_token_create(
         try:
             with transaction.atomic():
                 end_user_record(agent=agent, data={**data, "last_seen_at": timezone.now()})
-                user_id = EndUser.objects.get(agent=agent, external_id=external_id).pk
+                user_id = EndUser.objects.get(agent=agent, external_id=external_id).id
             break
         except BadRequest:
             # Two first sign-ins of one user at once: the loser's insert clashes; the second
@@ -234,7 +232,7 @@ _CONVERSATION_FIELDS = ("title", "status", "source")
 
 
 def conversation_record(*, agent: Agent, data: dict, label: str = "record") -> str:
-    conversation = _locked(Conversation, agent=agent, pk=data.get("id"), label=label)
+    conversation = _locked(Conversation, agent=agent, record_id=data.get("id"))
     if "user_id" in data:
         _user_of(agent, data["user_id"], label=label)
     now = timezone.now()
@@ -244,7 +242,7 @@ def conversation_record(*, agent: Agent, data: dict, label: str = "record") -> s
             agent=agent, created_at=created_at, updated_at=data.get("updated_at") or created_at
         )
         if "id" in data:
-            conversation.pk = data["id"]
+            conversation.id = data["id"]
         _apply(conversation, data, (*_CONVERSATION_FIELDS, "user_id"))
         _create(conversation, label=label)
         return CREATED
@@ -262,7 +260,7 @@ _MESSAGE_FIELDS = ("role", "parts", "source_id", "created_at", "updated_at")
 
 
 def message_record(*, agent: Agent, data: dict, label: str = "record") -> str:
-    message = _locked(Message, agent=agent, pk=data.get("id"), label=label)
+    message = _locked(Message, agent=agent, record_id=data.get("id"))
     if message is None:
         _require(data, ("conversation_id", "role"), label=label, kind="message")
         conversation = _conversation_of(agent, data["conversation_id"], label=label)
@@ -273,13 +271,13 @@ def message_record(*, agent: Agent, data: dict, label: str = "record") -> str:
             created_at=data.get("created_at") or timezone.now(),
         )
         if "id" in data:
-            message.pk = data["id"]
+            message.id = data["id"]
         _apply(message, data, _MESSAGE_FIELDS)
         _create(message, label=label)
         return CREATED
     if "conversation_id" in data and data["conversation_id"] != message.conversation_id:
         raise BadRequest(
-            f"{label}.conversation_id: message {message.pk!r} belongs to conversation "
+            f"{label}.conversation_id: message {message.id!r} belongs to conversation "
             f"{message.conversation_id!r} and cannot move."
         )
     changed = _apply(message, data, _MESSAGE_FIELDS)
@@ -315,7 +313,7 @@ _RUN_FIELDS = (
 
 
 def run_record(*, agent: Agent, data: dict, label: str = "record") -> str:
-    run = _locked(Run, agent=agent, pk=data.get("id"), label=label)
+    run = _locked(Run, agent=agent, record_id=data.get("id"))
     now = timezone.now()
     if "user_id" in data:
         _user_of(agent, data["user_id"], label=label)
@@ -332,14 +330,14 @@ def run_record(*, agent: Agent, data: dict, label: str = "record") -> str:
             updated_at=data.get("updated_at") or created_at,
         )
         if "id" in data:
-            run.pk = data["id"]
+            run.id = data["id"]
         _apply(run, data, (*_RUN_FIELDS, "user_id"))
         _create(run, label=label)
         announce_run_recorded(RunRecorded(run=run, previous=None, ended=run.status in END_STATES))
         return CREATED
     if "conversation_id" in data and data["conversation_id"] != run.conversation_id:
         raise BadRequest(
-            f"{label}.conversation_id: run {run.pk!r} belongs to conversation "
+            f"{label}.conversation_id: run {run.id!r} belongs to conversation "
             f"{run.conversation_id!r} and cannot move."
         )
     new_status = data.get("status", run.status)
@@ -347,7 +345,7 @@ def run_record(*, agent: Agent, data: dict, label: str = "record") -> str:
     if new_status != run.status:
         if run.status in END_STATES:
             raise BadRequest(
-                f"{label}.status: run {run.pk!r} already ended as {run.status!r}; an ended "
+                f"{label}.status: run {run.id!r} already ended as {run.status!r}; an ended "
                 f"run cannot become {new_status!r}."
             )
         ends_now = new_status in END_STATES

@@ -35,7 +35,7 @@ def keyset_iterate(
             return
         last = batch[-1]
         batch = list(
-            ordered.filter(keyset.after(getattr(last, keyset.field), last.pk))[:batch_size]
+            ordered.filter(keyset.after(getattr(last, keyset.field), last.id))[:batch_size]
         )
 
 

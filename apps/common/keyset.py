@@ -112,5 +112,5 @@ def paginate(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
     next_cursor = None
     if has_more:
         last = rows[-1]
-        next_cursor = _encode(keyset, getattr(last, keyset.field), last.pk)
+        next_cursor = _encode(keyset, getattr(last, keyset.field), last.id)
     return Page(rows=rows, has_more=has_more, next_cursor=next_cursor)

@@ -90,7 +90,7 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
             delivery = WebhookDelivery(
                 webhook=webhook,
                 agent=agent,
-                run_id=run.pk,
+                run_id=run.id,
                 event_type=f"run.{run.status}",
                 body=event_body(event_type=f"run.{run.status}", at=sent_at, data=run_to_dict(run)),
                 created_at=sent_at,

@@ -61,8 +61,8 @@ def test_lists_return_the_envelope_with_exact_items(api, activity, path, fields)
 @pytest.mark.smoke
 def test_messages_of_a_conversation_oldest_first(api, activity):
     conversation = activity["conversation"]
-    body = api.get(f"/v1/conversations/{conversation.pk}/messages").json()
-    assert [m["id"] for m in body["data"]] == [m.pk for m in activity["messages"]]
+    body = api.get(f"/v1/conversations/{conversation.id}/messages").json()
+    assert [m["id"] for m in body["data"]] == [m.id for m in activity["messages"]]
     assert all(set(m) == MESSAGE_FIELDS for m in body["data"])
 
 
@@ -79,10 +79,10 @@ def test_retrieve_returns_the_object_in_both_path_forms(
 ):
     row = activity[key]
     for prefix in ("", f"/agents/{agent.pk}"):
-        response = api.get(path.format(row.pk).replace("/v1", f"/v1{prefix}", 1))
+        response = api.get(path.format(row.id).replace("/v1", f"/v1{prefix}", 1))
         assert response.status == 200
         assert response.json()["object"] == object_name
-        assert response.json()["id"] == row.pk
+        assert response.json()["id"] == row.id
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ def test_another_agents_resource_is_not_found(
 ):
     for agent in (other_agent, sibling_agent):
         client = make_api(for_agent=agent)
-        response = client.get(path.format(activity[key].pk))
+        response = client.get(path.format(activity[key].id))
         assert response.status == 404
         assert response.json()["name"] == "not_found"
 
@@ -143,32 +143,32 @@ def test_runs_filters(api, agent, activity):
         agent=agent, conversation=other, status="failed", created_at=T0 + timedelta(hours=1)
     )
     data = api.get("/v1/runs", params={"status": "failed"}).json()["data"]
-    assert [r["id"] for r in data] == [failed.pk]
-    data = api.get("/v1/runs", params={"conversation_id": conversation.pk}).json()["data"]
-    assert [r["id"] for r in data] == [activity["run"].pk]
+    assert [r["id"] for r in data] == [failed.id]
+    data = api.get("/v1/runs", params={"conversation_id": conversation.id}).json()["data"]
+    assert [r["id"] for r in data] == [activity["run"].id]
     after = (T0 + timedelta(minutes=30)).isoformat().replace("+00:00", "Z")
     data = api.get("/v1/runs", params={"created_after": after}).json()["data"]
-    assert [r["id"] for r in data] == [failed.pk]
+    assert [r["id"] for r in data] == [failed.id]
     data = api.get("/v1/runs", params={"created_before": after}).json()["data"]
-    assert [r["id"] for r in data] == [activity["run"].pk]
+    assert [r["id"] for r in data] == [activity["run"].id]
     failed.model_id, failed.error_code = "small-model", "timeout"
     failed.save(update_fields=["model_id", "error_code"])
     data = api.get("/v1/runs", params={"error_code": "timeout"}).json()["data"]
-    assert [r["id"] for r in data] == [failed.pk]
+    assert [r["id"] for r in data] == [failed.id]
     data = api.get("/v1/runs", params={"model_id": "small-model"}).json()["data"]
-    assert [r["id"] for r in data] == [failed.pk]
+    assert [r["id"] for r in data] == [failed.id]
 
 
 def test_conversation_filters(api, agent, activity):
     other = conversation_factory(agent=agent, status="failed", source="preview")
     assert [
         c["id"] for c in api.get("/v1/conversations", params={"status": "failed"}).json()["data"]
-    ] == [other.pk]
+    ] == [other.id]
     assert [
         c["id"] for c in api.get("/v1/conversations", params={"source": "preview"}).json()["data"]
-    ] == [other.pk]
-    by_user = api.get("/v1/conversations", params={"user_id": activity["user"].pk}).json()["data"]
-    assert [c["id"] for c in by_user] == [activity["conversation"].pk]
+    ] == [other.id]
+    by_user = api.get("/v1/conversations", params={"user_id": activity["user"].id}).json()["data"]
+    assert [c["id"] for c in by_user] == [activity["conversation"].id]
 
 
 @pytest.mark.parametrize(
@@ -226,7 +226,7 @@ def test_runs_newest_first_ties_by_id(api, agent):
 def test_users_most_recently_seen_first(api, agent):
     old = end_user_factory(agent=agent, last_seen_at=T0)
     new = end_user_factory(agent=agent, last_seen_at=T0 + timedelta(days=1))
-    assert [u["id"] for u in api.get("/v1/users").json()["data"]] == [new.pk, old.pk]
+    assert [u["id"] for u in api.get("/v1/users").json()["data"]] == [new.id, old.id]
 
 
 # --- constant queries ------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def test_a_page_of_100_costs_a_constant_number_of_queries(
 ):
     conversation = _fill(agent)
     if path == "messages":
-        path = f"/v1/conversations/{conversation.pk}/messages"
+        path = f"/v1/conversations/{conversation.id}/messages"
     api.get("/v1/connection")  # the once-a-minute last_used_at write happens here
     # With Redis the key row comes from the cache; without it, one query looks it up.
     queries += 0 if settings.REDIS_URL else 1
@@ -372,7 +372,7 @@ def test_every_list_and_filter_is_an_index_range_scan_without_sort(agent, other_
     for queryset, keyset, index in cases:
         first = paginate(queryset, keyset=keyset, page=page_request({"limit": "100"}))
         deep = queryset.order_by(*keyset.order_by).filter(
-            keyset.after(getattr(first.rows[-1], keyset.field), first.rows[-1].pk)
+            keyset.after(getattr(first.rows[-1], keyset.field), first.rows[-1].id)
         )[:101]
         for qs in (queryset.order_by(*keyset.order_by)[:101], deep):
             plan = qs.explain()

@@ -44,7 +44,7 @@ def test_bad_lines_are_rejected_with_reasons_and_the_rest_recorded(tmp_path, age
     assert "rejected line 6.status: run 'run_1' already ended" in output
     assert "rejected line 7: malformed JSON" in output
     assert "rejected line 8.type" in output
-    assert Run.objects.get(pk="run_1").status == "completed"
+    assert Run.objects.get(id="run_1").status == "completed"
     assert Conversation.objects.count() == 1
 
 

@@ -98,7 +98,7 @@ def test_conversation_list_search_and_filters(signed_in, agent, activity):
     assert "Refund for order 1042" in html and "Shipping to Norway" not in html
     html = signed_in.get(url, {"status": "failed"}).content.decode()
     assert "Shipping to Norway" in html and "Refund for order 1042" not in html
-    html = signed_in.get(url, {"user_id": activity["user"].pk}).content.decode()
+    html = signed_in.get(url, {"user_id": activity["user"].id}).content.decode()
     assert "Refund for order 1042" in html and "Shipping to Norway" not in html
     html = signed_in.get(url, {"to": "2000-01-01"}).content.decode()
     assert "No conversations match" in html
@@ -137,7 +137,7 @@ def test_conversation_list_pages_with_older_links(signed_in, agent):
 
 
 def test_transcript_renders_parts_by_type(signed_in, activity):
-    url = reverse("activity:conversation_detail", args=[activity["conversation"].pk])
+    url = reverse("activity:conversation_detail", args=[activity["conversation"].id])
     html = signed_in.get(url).content.decode()
     assert "<strong>my</strong>" in html  # markdown
     assert '<details class="part part-reasoning">' in html
@@ -154,27 +154,27 @@ def test_transcript_renders_parts_by_type(signed_in, activity):
 
 def test_another_agents_conversation_is_a_404_page(signed_in, other_agent):
     theirs = conversation_factory(agent=other_agent)
-    response = signed_in.get(reverse("activity:conversation_detail", args=[theirs.pk]))
+    response = signed_in.get(reverse("activity:conversation_detail", args=[theirs.id]))
     assert response.status_code == 404
     run = run_factory(agent=other_agent)
-    assert signed_in.get(reverse("activity:run_detail", args=[run.pk])).status_code == 404
+    assert signed_in.get(reverse("activity:run_detail", args=[run.id])).status_code == 404
     user = end_user_factory(agent=other_agent)
-    assert signed_in.get(reverse("activity:user_detail", args=[user.pk])).status_code == 404
+    assert signed_in.get(reverse("activity:user_detail", args=[user.id])).status_code == 404
 
 
 def test_user_and_run_detail_pages(signed_in, activity):
     html = signed_in.get(
-        reverse("activity:user_detail", args=[activity["user"].pk])
+        reverse("activity:user_detail", args=[activity["user"].id])
     ).content.decode()
     assert "Ada Lovelace" in html and "Refund for order 1042" in html
-    html = signed_in.get(reverse("activity:run_detail", args=[activity["run"].pk])).content.decode()
+    html = signed_in.get(reverse("activity:run_detail", args=[activity["run"].id])).content.decode()
     assert "provider_timeout" in html and "chip chip-bad" in html
 
 
 def test_run_list_filters_by_status(signed_in, agent, activity):
     ok = run_factory(agent=agent, status="completed", request_id="req-ok")
     html = signed_in.get(reverse("activity:run_list"), {"status": "completed"}).content.decode()
-    assert ok.pk[:18] in html and activity["run"].pk[:18] not in html
+    assert ok.id[:18] in html and activity["run"].id[:18] not in html
 
 
 def test_run_page_shows_timing_as_offsets_from_the_start(signed_in, agent):
@@ -187,7 +187,7 @@ def test_run_page_shows_timing_as_offsets_from_the_start(signed_in, agent):
         first_chunk_at=started + timedelta(milliseconds=1693),
         completed_at=started + timedelta(seconds=16, milliseconds=145),
     )
-    html = signed_in.get(reverse("activity:run_detail", args=[run.pk])).content.decode()
+    html = signed_in.get(reverse("activity:run_detail", args=[run.id])).content.decode()
     assert "2026-03-01 12:00:00 UTC" in html
     assert "+1,693 ms" in html
     assert "+16,145 ms" in html
@@ -210,8 +210,8 @@ def test_runs_filter_by_model_and_error_code_with_suggestions(signed_in, agent):
     page = signed_in.get(reverse("activity:run_list"), {"error_code": "timeout"})
     html = page.content.decode()
     table = html.split('id="run-table"', 1)[1]
-    assert wanted.pk in table and table.count("<tr>") == 1 + 1  # the header row and one run
+    assert wanted.id in table and table.count("<tr>") == 1 + 1  # the header row and one run
     assert '<option value="large-model">' in html and '<option value="rate_limited">' in html
 
     both = signed_in.get(reverse("activity:run_list"), {"model_id": "large-model"})
-    assert wanted.pk not in both.content.decode()
+    assert wanted.id not in both.content.decode()

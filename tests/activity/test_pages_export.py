@@ -40,7 +40,7 @@ def test_runs_export_as_csv_has_the_filtered_rows_and_the_api_columns(signed_in,
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"] == f'attachment; filename="runs-{agent.pk}.csv"'
     rows = list(csv.DictReader(io.StringIO(_body(response).decode())))
-    assert [row["id"] for row in rows] == [failed.pk]
+    assert [row["id"] for row in rows] == [failed.id]
     assert list(rows[0]) == list(run_to_dict(failed))
     assert rows[0]["tool_names"] == '["a","b"]'
     assert rows[0]["effort"] == ""  # null
@@ -55,7 +55,7 @@ def test_conversations_export_as_json_keeps_the_title_search(signed_in, agent, o
 
     assert response["Content-Type"] == "application/json"
     data = orjson.loads(_body(response))
-    assert [item["id"] for item in data] == [wanted.pk]
+    assert [item["id"] for item in data] == [wanted.id]
     assert data[0]["object"] == "conversation"
 
 
@@ -88,7 +88,7 @@ def _copy_run_100k_times(template: Run) -> None:
     copied = [
         field.column
         for field in Run._meta.concrete_fields
-        if field.attname not in ("id", "request_id", "created_at")
+        if field.attname not in ("row", "id", "request_id", "created_at")
     ]
     columns = ", ".join(f'"{column}"' for column in copied)
     with connection.cursor() as cursor:
@@ -100,7 +100,7 @@ def _copy_run_100k_times(template: Run) -> None:
             FROM activity_run, generate_series(0, 99999) AS i
             WHERE activity_run.id = %s
             """,
-            [T0, template.pk],
+            [T0, template.id],
         )
 
 

@@ -43,7 +43,7 @@ def test_conversation_object_has_exactly_the_contract_fields(agent):
     assert set(data) == CONVERSATION_FIELDS
     assert data["object"] == "conversation"
     assert data["title"] is None
-    assert data["user_id"] == user.pk
+    assert data["user_id"] == user.id
 
 
 def test_message_object_keeps_parts_as_given(agent):

@@ -6,7 +6,7 @@ import pytest
 
 from apps.activity.models import Conversation, EndUser, Message, Run
 from apps.activity.serializers import record_parse, records_parse
-from apps.activity.services import activity_record
+from apps.activity.services import RecordResult, activity_record
 from apps.common.errors import BadRequest
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
 
@@ -38,10 +38,10 @@ def test_records_create_rows_then_the_same_records_change_nothing(agent):
     assert result.as_dict() == {
         "object": "ingest_result", "created": 4, "updated": 0, "unchanged": 0,
     }  # fmt: skip
-    run = Run.objects.get(pk="run_1")
+    run = Run.objects.get(id="run_1")
     assert run.status == "streaming"
     assert run.user_id == "usr_1"  # taken from the conversation
-    assert Message.objects.get(pk="msg_1").parts == [{"type": "text", "text": "Hi"}]
+    assert Message.objects.get(id="msg_1").parts == [{"type": "text", "text": "Hi"}]
     before = {m.__name__: list(m.objects.values()) for m in (EndUser, Conversation, Message, Run)}
 
     again = record(agent, *base_records())
@@ -76,7 +76,7 @@ def test_user_upsert_by_external_id_updates_profile_and_moves_last_seen_forward(
 def test_user_without_id_gets_a_prefixed_id(agent):
     record(agent, {"type": "user", "external_id": "abc"})
     user = EndUser.objects.get(agent=agent, external_id="abc")
-    assert user.pk.startswith("usr_")
+    assert user.id.startswith("usr_")
     assert user.identity_type == "unknown"
 
 
@@ -96,7 +96,7 @@ def test_run_streaming_to_completed_updates_usage(agent):
          "total_turn_latency_ms": 3000},
     )  # fmt: skip
     assert result.updated == 1
-    run = Run.objects.get(pk="run_1")
+    run = Run.objects.get(id="run_1")
     assert run.status == "completed"
     assert (run.total_tokens, run.credits_charged, run.tool_names) == (15, 0.5, ["search"])
     assert run.total_turn_latency_ms == 3000.0
@@ -106,7 +106,7 @@ def test_run_streaming_to_completed_updates_usage(agent):
 def test_ended_run_cannot_change_status(agent, new_status):
     run = run_factory(agent=agent, id="run_done", status="completed")
     with pytest.raises(BadRequest, match=r"records\[0\]\.status.*already ended"):
-        record(agent, {"type": "run", "id": run.pk, "status": new_status})
+        record(agent, {"type": "run", "id": run.id, "status": new_status})
     run.refresh_from_db()
     assert run.status == "completed"
 
@@ -130,34 +130,36 @@ def test_unknown_user_reference_is_bad_request(agent):
 def test_reference_to_another_agents_conversation_is_bad_request(agent, other_agent):
     theirs = conversation_factory(agent=other_agent)
     with pytest.raises(BadRequest, match="no conversation"):
-        record(agent, {"type": "message", "conversation_id": theirs.pk, "role": "user"})
+        record(agent, {"type": "message", "conversation_id": theirs.id, "role": "user"})
 
 
-def test_id_used_by_another_agent_is_refused(agent, other_agent):
-    run_factory(agent=other_agent, id="run_taken")
-    conversation = conversation_factory(agent=agent)
-    with pytest.raises(BadRequest, match=r"records\[0\]\.id"):
-        record(agent, {"type": "run", "id": "run_taken", "conversation_id": conversation.pk,
-                       "request_id": "r", "sdk_version": "5"})  # fmt: skip
-    assert Run.objects.get(pk="run_taken").agent_id == other_agent.pk
+def test_an_id_used_by_another_agent_is_recorded_as_if_unused(agent, other_agent):
+    """Ids are per Agent: recording reveals nothing about another workspace's records."""
+    mine = record(agent, *base_records())
+    theirs = record(other_agent, *base_records())
+    assert mine == theirs == RecordResult(created=4)
+    for model in (EndUser, Conversation, Message, Run):
+        assert set(model.objects.values_list("agent_id", flat=True)) == {agent.pk, other_agent.pk}
+    run = Run.objects.get(agent=other_agent, id="run_1")
+    assert (run.conversation.agent_id, run.user.agent_id) == (other_agent.pk, other_agent.pk)
 
 
 def test_new_run_needs_its_required_fields(agent):
     conversation = conversation_factory(agent=agent)
     with pytest.raises(BadRequest, match=r"records\[0\]\.request_id: required"):
-        record(agent, {"type": "run", "conversation_id": conversation.pk, "sdk_version": "5"})
+        record(agent, {"type": "run", "conversation_id": conversation.id, "sdk_version": "5"})
 
 
 def test_message_cannot_move_to_another_conversation(agent):
     record(agent, *base_records())
     other = conversation_factory(agent=agent)
     with pytest.raises(BadRequest, match="cannot move"):
-        record(agent, {"type": "message", "id": "msg_1", "conversation_id": other.pk})
+        record(agent, {"type": "message", "id": "msg_1", "conversation_id": other.id})
 
 
 def test_conversation_update_without_timestamp_moves_updated_at(agent):
     conversation = conversation_factory(agent=agent, updated_at=T0, status="streaming")
-    record(agent, {"type": "conversation", "id": conversation.pk, "status": "completed"})
+    record(agent, {"type": "conversation", "id": conversation.id, "status": "completed"})
     conversation.refresh_from_db()
     assert conversation.status == "completed"
     assert conversation.updated_at > T0 + timedelta(days=1)

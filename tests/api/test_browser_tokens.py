@@ -54,7 +54,7 @@ def test_mint_returns_exact_fields_and_upserts_an_identified_user(minter, agent,
     assert body["token"].startswith("abt_")
     assert body["expires_at"] == "2026-03-01T13:00:00.000Z"
     assert body["agent_id"] == agent.pk
-    user = EndUser.objects.get(pk=body["user_id"])
+    user = EndUser.objects.get(id=body["user_id"])
     assert (user.agent_id, user.external_id, user.identity_type) == (agent.pk, "cust-1", "user")
     assert (user.display_name, user.email) == ("Ada", "ada@example.com")
     again = mint(minter, expires_in=86400)
@@ -164,7 +164,7 @@ def test_me_lists_only_the_users_own_conversations_newest_first(minter, conversa
     browser = ApiClient(mint(minter)["token"])
     body = browser.get("/v1/me/conversations").json()
     assert set(body) == {"object", "data", "has_more", "next_cursor"}
-    assert [c["id"] for c in body["data"]] == [conversations["newer"].pk, conversations["older"].pk]
+    assert [c["id"] for c in body["data"]] == [conversations["newer"].id, conversations["older"].id]
     assert set(body["data"][0]) == {
         "object",
         "id",
@@ -180,19 +180,19 @@ def test_me_lists_only_the_users_own_conversations_newest_first(minter, conversa
     rest = browser.get(
         "/v1/me/conversations", params={"limit": "1", "after": first["next_cursor"]}
     ).json()
-    assert [c["id"] for c in rest["data"]] == [conversations["older"].pk]
+    assert [c["id"] for c in rest["data"]] == [conversations["older"].id]
     assert rest["has_more"] is False and rest["next_cursor"] is None
     assert_error(browser.get("/v1/me/conversations", params={"limit": "101"}), 400, "bad_request")
 
 
 def test_me_messages_oldest_first_and_other_users_conversation_is_not_found(minter, conversations):
     browser = ApiClient(mint(minter)["token"])
-    response = browser.get(f"/v1/me/conversations/{conversations['newer'].pk}/messages")
+    response = browser.get(f"/v1/me/conversations/{conversations['newer'].id}/messages")
     assert response.status == 200
     texts = [m["parts"][0]["text"] for m in response.json()["data"]]
     assert texts == ["first", "second"]
     for other in ("theirs", "foreign"):
-        path = f"/v1/me/conversations/{conversations[other].pk}/messages"
+        path = f"/v1/me/conversations/{conversations[other].id}/messages"
         assert_error(browser.get(path), 404, "not_found")
     assert_error(browser.get("/v1/me/conversations/conv_nope/messages"), 404, "not_found")
 
@@ -210,7 +210,7 @@ def test_me_messages_oldest_first_and_other_users_conversation_is_not_found(mint
 )
 def test_token_is_insufficient_scope_on_every_other_operation(minter, conversations, path):
     browser = ApiClient(mint(minter)["token"])
-    response = browser.get(path.replace("{conv}", conversations["newer"].pk))
+    response = browser.get(path.replace("{conv}", conversations["newer"].id))
     assert_error(response, 403, "insufficient_scope")
     assert 'error="insufficient_scope"' in response.headers["WWW-Authenticate"]
 

@@ -60,7 +60,7 @@ def test_phone_width_has_a_top_bar_a_menu_and_no_sideways_scroll(
     page = context.new_page()
     try:
         sign_in(page, live_server, owner)
-        pages = [*CONSOLE_PAGES, f"/users/{user.pk}/", f"/conversations/{conversation.pk}/"]
+        pages = [*CONSOLE_PAGES, f"/users/{user.id}/", f"/conversations/{conversation.id}/"]
         for path in pages:
             page.goto(f"{live_server.url}{path}")
             width = page.evaluate("document.documentElement.scrollWidth")
@@ -87,7 +87,7 @@ def test_user_page_keeps_its_tables_inside_the_page_and_shows_initials(console_p
     page = console_page
     user, _conversation = seeded
     tracked = _requests_to_tracker(page)
-    page.goto(f"{page.live_server_url}/users/{user.pk}/")
+    page.goto(f"{page.live_server_url}/users/{user.id}/")
 
     width = page.evaluate("document.documentElement.scrollWidth")
     viewport = page.evaluate("window.innerWidth")
@@ -102,7 +102,7 @@ def test_remote_images_in_messages_are_links_until_the_owner_asks(console_page, 
     page = console_page
     _user, conversation = seeded
     tracked = _requests_to_tracker(page)
-    page.goto(f"{page.live_server_url}/conversations/{conversation.pk}/")
+    page.goto(f"{page.live_server_url}/conversations/{conversation.id}/")
 
     link = page.locator(".transcript a.remote-image")
     expect(link).to_have_attribute("href", f"{TRACKER}/pixel.png")
@@ -176,9 +176,9 @@ def test_every_page_loads_under_the_content_security_policy_without_console_erro
 
     paths = [
         *CONSOLE_PAGES,
-        f"/users/{user.pk}/",
-        f"/conversations/{conversation.pk}/",
-        f"/runs/{run.pk}/",
+        f"/users/{user.id}/",
+        f"/conversations/{conversation.id}/",
+        f"/runs/{run.id}/",
         f"/knowledge/{document.pk}/",
         "/overview/?days=7",
     ]

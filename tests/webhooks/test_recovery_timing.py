@@ -75,7 +75,7 @@ def test_worker_sigkilled_mid_send_settles_within_lease_and_one_retry(
     try:
         run = run_factory(agent=agent, status="streaming", completed_at=None)
         with transaction.atomic():
-            run_record(agent=agent, data={"id": run.pk, "status": "failed"})
+            run_record(agent=agent, data={"id": run.id, "status": "failed"})
         assert first_arrived.wait(90), "the worker never posted"
 
         processes[0].kill()  # SIGKILL mid-send: the attempt's result is never recorded
@@ -83,7 +83,7 @@ def test_worker_sigkilled_mid_send_settles_within_lease_and_one_retry(
         release.set()
         processes.append(WorkerProcess(queues=queues, **env).start())  # the replacement
         delivery = wait_for(
-            lambda: WebhookDelivery.objects.filter(run_id=run.pk, status="succeeded").first(),
+            lambda: WebhookDelivery.objects.filter(run_id=run.id, status="succeeded").first(),
             timeout=60,
             message="the delivery never succeeded",
         )

@@ -26,7 +26,7 @@ def test_completed_run_records_one_pending_delivery_with_the_run_as_data(agent):
     assert delivery is not None
     assert delivery.status == DeliveryStatus.PENDING
     assert delivery.event_type == "run.completed"
-    assert delivery.run_id == run.pk
+    assert delivery.run_id == run.id
     assert delivery.next_attempt_at is not None
     body = orjson.loads(delivery.body)
     assert set(body) == {"type", "timestamp", "data"}
@@ -46,7 +46,7 @@ def test_recording_twice_keeps_one_delivery_and_its_frozen_body(agent):
     second = delivery_record_for_run(run=run)
 
     assert second.pk == first.pk
-    assert WebhookDelivery.objects.filter(run_id=run.pk).count() == 1
+    assert WebhookDelivery.objects.filter(run_id=run.id).count() == 1
     assert orjson.loads(second.body)["data"]["model_id"] != "changed-later"
 
 
@@ -61,7 +61,7 @@ def test_unique_constraint_refuses_a_second_delivery_for_the_same_run_event(agen
         WebhookDelivery.objects.create(
             webhook=webhook,
             agent=agent,
-            run_id=run.pk,
+            run_id=run.id,
             event_type="run.completed",
             body=delivery.body,
             status="pending",

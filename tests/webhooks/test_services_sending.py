@@ -45,7 +45,7 @@ def test_delivery_is_signed_so_standardwebhooks_verifies_it(agent, receiver):
     [request] = received(receiver)
     payload = StandardWebhook(webhook.secret).verify(request.get_data(), dict(request.headers))
     assert payload["type"] == "run.completed"
-    assert payload["data"]["id"] == run.pk
+    assert payload["data"]["id"] == run.id
     assert request.headers["webhook-id"] == delivery.pk
     assert request.headers["Content-Type"] == "application/json"
     assert request.get_data().decode() == delivery.body

@@ -41,7 +41,7 @@ def _end_run(agent, run, status="completed"):
     from apps.activity.services import run_record
 
     with transaction.atomic():
-        run_record(agent=agent, data={"id": run.pk, "status": status})
+        run_record(agent=agent, data={"id": run.id, "status": status})
 
 
 def test_run_completed_while_no_worker_runs_reaches_the_receiver_signed_once_one_starts(
@@ -52,17 +52,17 @@ def test_run_completed_while_no_worker_runs_reaches_the_receiver_signed_once_one
     run = run_factory(agent=agent, status="streaming", completed_at=None)
 
     _end_run(agent, run)
-    assert WebhookDelivery.objects.get(run_id=run.pk).status == "pending"
+    assert WebhookDelivery.objects.get(run_id=run.id).status == "pending"
     loopback_worker.start()
 
     wait_for(lambda: received(receiver), timeout=30, message="the worker never posted")
     [request] = received(receiver)
     payload = StandardWebhook(webhook.secret).verify(request.get_data(), dict(request.headers))
     assert payload["type"] == "run.completed"
-    assert payload["data"]["id"] == run.pk
+    assert payload["data"]["id"] == run.id
     assert payload["data"]["status"] == "completed"
     delivery = wait_for(
-        lambda: WebhookDelivery.objects.filter(run_id=run.pk, status="succeeded").first()
+        lambda: WebhookDelivery.objects.filter(run_id=run.id, status="succeeded").first()
     )
     assert delivery.attempts == 1
 
@@ -87,7 +87,7 @@ def test_worker_killed_mid_send_is_recorded_once_and_sent_again(agent, receiver,
     wait_for(first_arrived.is_set, timeout=30, message="the worker never posted")
     loopback_worker.kill()
     release.set()
-    delivery = WebhookDelivery.objects.get(run_id=run.pk)
+    delivery = WebhookDelivery.objects.get(run_id=run.id)
     assert delivery.status == "sending"
     assert delivery.attempt_rows.count() == 0
 

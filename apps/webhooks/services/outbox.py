@@ -46,7 +46,7 @@ def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
     if event_type not in webhook.events:
         return None
     existing = WebhookDelivery.objects.filter(
-        webhook=webhook, run_id=run.pk, event_type=event_type, is_test=False
+        webhook=webhook, run_id=run.id, event_type=event_type, is_test=False
     ).first()
     if existing is not None:
         return existing
@@ -58,7 +58,7 @@ def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
             delivery = WebhookDelivery.objects.create(
                 webhook=webhook,
                 agent_id=run.agent_id,
-                run_id=run.pk,
+                run_id=run.id,
                 event_type=event_type,
                 is_test=False,
                 body=event_body(event_type=event_type, at=now, data=run_to_dict(run)),
@@ -69,7 +69,7 @@ def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
             )
     except IntegrityError:  # recorded concurrently: the first one stands
         return WebhookDelivery.objects.filter(
-            webhook=webhook, run_id=run.pk, event_type=event_type, is_test=False
+            webhook=webhook, run_id=run.id, event_type=event_type, is_test=False
         ).first()
     if not held:
         transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
