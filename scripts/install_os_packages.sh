@@ -33,9 +33,12 @@ PACKAGES=(
 )
 # Installed when the OS offers them; the feature that uses one has a fallback without it.
 OPTIONAL=()
-if PG_MAJOR="$(pg_major)" && [ -n "$PG_MAJOR" ]; then
-  OPTIONAL+=("postgresql-$PG_MAJOR-pgvector")   # vector search (knowledge embeddings)
-fi
+# pgvector (knowledge search by meaning: an HNSW index) is installed after the packages, by
+# install_pgvector below: Debian's package where the release has one, else built from Debian's
+# own source package (Debian 12 has PostgreSQL 15 but ships pgvector only from Debian 13).
+PG_MAJOR="$(pg_major || true)"
+PGVECTOR_SOURCE_URL="http://deb.debian.org/debian/pool/main/p/pgvector/pgvector_0.8.0.orig.tar.gz"
+PGVECTOR_SOURCE_SHA256="867a2c328d4928a5a9d6f052cd3bc78c7d60228a9b914ad32aa3db88e9de27b0"
 # Extra packages from the environment, space-separated (for a feature being tried out).
 if [ -n "${EXTRA_OS_PACKAGES:-}" ]; then
   read -r -a extra <<<"$EXTRA_OS_PACKAGES"
@@ -58,8 +61,38 @@ for package in "${OPTIONAL[@]}"; do
   is_installed "$package" || missing_optional+=("$package")
 done
 
-if [ ${#missing[@]} -eq 0 ] && [ ${#missing_optional[@]} -eq 0 ]; then
-  echo "OS packages: all $((${#PACKAGES[@]} + ${#OPTIONAL[@]})) present."
+pgvector_present() {
+  [ -z "$PG_MAJOR" ] || [ -f "/usr/share/postgresql/$PG_MAJOR/extension/vector.control" ]
+}
+
+# Debian's pgvector package, or else Debian's pgvector source built against this PostgreSQL.
+install_pgvector() {
+  pgvector_present && return 0
+  if apt-cache show "postgresql-$PG_MAJOR-pgvector" >/dev/null 2>&1; then
+    echo "OS packages: installing postgresql-$PG_MAJOR-pgvector..."
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "postgresql-$PG_MAJOR-pgvector" \
+      >"$log" 2>&1 || { tail -n 15 "$log" >&2; return 1; }
+    return 0
+  fi
+  echo "OS packages: building pgvector for PostgreSQL $PG_MAJOR from Debian's source package..."
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends \
+    "postgresql-server-dev-$PG_MAJOR" make gcc libc6-dev curl ca-certificates >"$log" 2>&1 \
+    || { tail -n 15 "$log" >&2; return 1; }
+  local build
+  build="$(mktemp -d)"
+  curl -fsSL --retry 3 -o "$build/pgvector.tar.gz" "$PGVECTOR_SOURCE_URL" \
+    && echo "$PGVECTOR_SOURCE_SHA256  $build/pgvector.tar.gz" | sha256sum -c --quiet - \
+    && tar -xzf "$build/pgvector.tar.gz" -C "$build" --strip-components=1 \
+    && make -C "$build" -s PG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config" >"$log" 2>&1 \
+    && "${SUDO[@]}" make -C "$build" -s install \
+      PG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config" >>"$log" 2>&1 \
+    || { echo "OS packages: building pgvector failed:" >&2; tail -n 15 "$log" >&2; rm -rf "$build"; return 1; }
+  rm -rf "$build"
+  echo "OS packages: pgvector built and installed for PostgreSQL $PG_MAJOR."
+}
+
+if [ ${#missing[@]} -eq 0 ] && [ ${#missing_optional[@]} -eq 0 ] && pgvector_present; then
+  echo "OS packages: all $((${#PACKAGES[@]} + ${#OPTIONAL[@]} + 1)) present (pgvector included)."
   exit 0
 fi
 
@@ -68,7 +101,7 @@ if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
     SUDO=(sudo -n)
   elif [ ${#missing[@]} -eq 0 ]; then
-    echo "OS packages: optional ${missing_optional[*]} not installed (needs root); their features use fallbacks."
+    echo "OS packages: optional ${missing_optional[*]:-} pgvector not installed (needs root); their features use fallbacks."
     exit 0
   else
     echo "OS packages missing (${missing[*]}) and this user cannot install them; run: sudo $command_line" >&2
@@ -95,6 +128,7 @@ for package in "${missing_optional[@]}"; do
   fi
 done
 if [ ${#missing[@]} -eq 0 ]; then
+  install_pgvector || { rm -f "$log"; exit 1; }
   rm -f "$log"
   exit 0
 fi
@@ -107,5 +141,6 @@ if ! "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
   rm -f "$log"
   exit 1
 fi
-rm -f "$log"
 echo "OS packages: installed ${missing[*]}."
+install_pgvector || { rm -f "$log"; exit 1; }
+rm -f "$log"

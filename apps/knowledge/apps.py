@@ -1,6 +1,25 @@
+from contextlib import suppress
+
 from django.apps import AppConfig
+from django.db import DatabaseError
+from django.db.backends.signals import connection_created
+
+
+def _hnsw_scans_until_enough(sender, connection, **kwargs) -> None:
+    """pgvector's HNSW index holds every Agent's chunks, and a search keeps one Agent's: without
+    an iterative scan, the index stops after `hnsw.ef_search` (40) nearest chunks of ANY Agent
+    and the filter may leave few or none. `relaxed_order` scans on until the LIMIT is met (the
+    search re-sorts by similarity). Set per connection, so a search costs no extra query; on a
+    server without pgvector it is an inert placeholder setting."""
+    if connection.vendor == "postgresql":
+        # A pgvector older than 0.8 has no iterative scans: it keeps its default.
+        with connection.cursor() as cursor, suppress(DatabaseError):
+            cursor.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
 class KnowledgeConfig(AppConfig):
     name = "apps.knowledge"
     label = "knowledge"
+
+    def ready(self) -> None:
+        connection_created.connect(_hnsw_scans_until_enough, dispatch_uid="knowledge-hnsw-scan")

@@ -341,7 +341,9 @@ def _semantic_candidates(
                     "limit": limit,
                 },
             )
-            return [(row[0], float(row[1])) for row in cursor.fetchall()]
+            # An iterative scan returns nearly, not exactly, in order: sort the few it found.
+            found = [(row[0], float(row[1])) for row in cursor.fetchall()]
+            return sorted(found, key=lambda pair: (-pair[1], pair[0]))
     shortlist = agent_vectors(agent_id=agent_id, stamp=state.stamp).nearest(
         vector, count=VECTOR_PREFILTER
     )

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -48,9 +50,10 @@ def test_upload_through_the_form_becomes_ready(console_page, worker, tmp_path):
     document = KnowledgeDocument.objects.get()
     row = page.locator(f"#document-row-{document.pk}")
     row.wait_for()
-    # The row polls until the worker has indexed the document, then stops.
+    # The row polls until the worker has indexed and then embedded the document, then stops.
     row.locator('[data-status="ready"]').wait_for(timeout=60_000)
-    assert row.get_attribute("hx-trigger") is None
+    expect(row.locator(".embedding-progress")).to_have_text("Searchable by meaning", timeout=60_000)
+    expect(row).not_to_have_attribute("hx-trigger", re.compile(".*"))
 
     page.fill("#search-q", "warranty")
     page.locator("#search-results mark").first.wait_for()

@@ -314,3 +314,47 @@ def test_stalled_embedding_is_queued_again_and_live_work_is_left_alone(agent):
     assert embeddings.documents_embed_stalled() == []  # just ingested: not stalled yet
     with time_machine.travel(timezone.now() + embeddings.EMBED_STALL * 2):
         assert embeddings.documents_embed_stalled() == [document.pk]
+
+
+# --- pgvector -------------------------------------------------------------------------------------
+
+
+def test_postgresql_with_pgvector_available_searches_with_its_index(agent):
+    """`make test` installs pgvector (scripts/install_os_packages.sh); where the server has it,
+    the migration adds the vector column and HNSW index, and search uses them."""
+    _needs_postgres()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        if cursor.fetchone() is None:
+            pytest.skip("pgvector is not installed on this PostgreSQL server")
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'knowledge_chunk_vector'")
+        assert "hnsw" in cursor.fetchone()[0]
+    assert embeddings.pgvector_enabled()
+    document = make_file_document(agent, ENGLISH.encode(), "returns.md")
+    embed_all(document)
+    assert KnowledgeChunk.objects.filter(document=document).exclude(embedding=None).count() == 1
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM knowledge_chunk WHERE document_id = %s "
+            "AND embedding_vector IS NOT NULL",
+            [document.pk],
+        )
+        assert cursor.fetchone()[0] == 1
+
+
+def test_another_agents_many_close_chunks_do_not_crowd_out_this_agents_answer(agent, other_agent):
+    """One vector index serves every Agent; the nearest chunks of another Agent must not use
+    up the scan before this Agent's own are found. (With an Agent this small PostgreSQL reads
+    its chunks through the Agent's index; when it picks HNSW, for an Agent holding most chunks,
+    the iterative scan set in apps/knowledge/apps.py keeps the LIMIT whole.)"""
+    crowd = "\n\n".join(
+        f"## Money back {n}\n\nHow do I get my money back for order {n}? Your money back, fast."
+        for n in range(120)
+    )
+    embed_all(make_file_document(other_agent, f"# Refunds\n\n{crowd}\n".encode(), "crowd.md"))
+    mine = make_file_document(agent, ENGLISH.encode(), "returns.md")
+    embed_all(mine)
+    question = "How do I get my money back?"
+    for mode in ("semantic", "hybrid"):
+        hits = search.search_chunks(agent=agent, query=question, limit=5, mode=mode)
+        assert [hit.document_id for hit in hits] == [mine.pk], mode
