@@ -4,14 +4,14 @@ document page. Thin: every rule lives in services and selectors, shared with the
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from apps.common.errors import BadRequest, ServiceError
+from apps.common.errors import BadRequest, NotFound, ServiceError
 from apps.knowledge import search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.uploads import limit_uploads
@@ -106,7 +106,9 @@ def document_add_url(request: ConsoleRequest) -> HttpResponse:
             messages.success(request, f"Added {document.source_url}.")
         return redirect("knowledge:document_list")
     context = _table_context(request)
-    context.update(url_error=error, url_value=url if error else "")
+    context.update(
+        url_error=error, url_value=url if error else "", name_value=(name or "") if error else ""
+    )
     response = render(request, f"{LIST_TEMPLATE}#url-form", context)
     if not error:
         response["HX-Trigger"] = "knowledge-changed"
@@ -143,8 +145,15 @@ def _row_action(request: ConsoleRequest, document_id: str, action) -> HttpRespon
     if not request.htmx:
         if error:
             messages.error(request, error)
-        return redirect(request.POST.get("next") or reverse("knowledge:document_list"))
+        return redirect(_back_to(request, document))
     return _row(request, document, error=error)
+
+
+def _back_to(request: ConsoleRequest, document: KnowledgeDocument) -> str:
+    """Where a plain (non-htmx) form goes back to: the document's page when it was sent from
+    there, else the list. Never a URL the form could point anywhere else."""
+    detail = reverse("knowledge:document_detail", args=[document.pk])
+    return detail if request.POST.get("next") == detail else reverse("knowledge:document_list")
 
 
 @require_POST
@@ -195,6 +204,45 @@ def document_schedule(request: ConsoleRequest, document_id: str) -> HttpResponse
         )
 
     return _row_action(request, document_id, action)
+
+
+@require_POST
+@console_view
+def document_retry(request: ConsoleRequest, document_id: str) -> HttpResponse:
+    return _row_action(
+        request,
+        document_id,
+        lambda: services.document_retry(agent=request.agent, document_id=document_id),
+    )
+
+
+@require_GET
+@console_view
+def document_download(request: ConsoleRequest, document_id: str) -> HttpResponse:
+    """The uploaded file as it was received, as an attachment (never rendered by the browser)."""
+    document = _get_or_404(request, document_id)
+    if document.source_type != KnowledgeDocument.SourceType.FILE or not document.file:
+        raise NotFound("This document has no uploaded file; it was added from a URL.")
+    try:
+        handle = document.file.open("rb")
+    except FileNotFoundError:
+        raise NotFound("The uploaded file is no longer stored.") from None
+    return FileResponse(
+        handle,
+        as_attachment=True,
+        filename=document.file_name or document.name,
+        content_type="application/octet-stream",
+    )
+
+
+@require_GET
+@console_view
+def document_markdown(request: ConsoleRequest, document_id: str) -> HttpResponse:
+    """The indexed markdown exactly as extracted, as plain text (the API's content)."""
+    version = selectors.document_content(agent=request.agent, document_id=document_id)
+    response = HttpResponse(version.markdown, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = "inline"
+    return response
 
 
 @require_POST

@@ -334,6 +334,32 @@ def document_refresh_request(*, agent: Agent, document_id: str) -> KnowledgeDocu
     return document
 
 
+def document_retry(*, agent: Agent, document_id: str) -> KnowledgeDocument:
+    """Ingest a failed document again from its source (the stored file or the URL).
+
+    Only a failed document can be retried (409 otherwise); the move back to `processing` is a
+    conditional update, so a double click queues one ingestion, not two.
+    """
+    document = document_get(agent=agent, document_id=document_id)
+    now = timezone.now()
+    with transaction.atomic():
+        retried = KnowledgeDocument.objects.filter(
+            agent=agent, pk=document.pk, status=Status.FAILED
+        ).update(
+            status=Status.PROCESSING,
+            error_message=None,
+            queued_at=now,
+            claimed_until=None,
+            attempts=0,
+            updated_at=now,
+        )
+        if retried:
+            enqueue_after_commit("ingest", document.pk)
+    if not retried:
+        raise Conflict("Only a failed document can be retried.")
+    return document_get(agent=agent, document_id=document_id)
+
+
 def document_schedule(
     *, agent: Agent, document_id: str, refresh_interval_hours: int
 ) -> KnowledgeDocument:

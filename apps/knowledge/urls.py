@@ -15,5 +15,8 @@ urlpatterns = [
     path("<str:document_id>/toggle/", pages.document_toggle, name="document_toggle"),
     path("<str:document_id>/refresh/", pages.document_refresh, name="document_refresh"),
     path("<str:document_id>/schedule/", pages.document_schedule, name="document_schedule"),
+    path("<str:document_id>/retry/", pages.document_retry, name="document_retry"),
+    path("<str:document_id>/download/", pages.document_download, name="document_download"),
+    path("<str:document_id>/markdown/", pages.document_markdown, name="document_markdown"),
     path("<str:document_id>/delete/", pages.document_delete, name="document_delete"),
 ]

@@ -55,6 +55,7 @@
         if (xhr.status === 201) {
           setProgress(view, 100);
           view.item.classList.add("done");
+          view.item.dataset.documentId = body.id || "";
           view.message.textContent = "Uploaded; extracting and indexing…";
         } else {
           view.item.classList.add("error");
@@ -91,7 +92,32 @@
     await Promise.all([next(), next()]);
   }
 
+  // An uploaded file's line follows its document: the table's rows poll until they settle,
+  // and each time htmx brings a row in, the matching upload line takes its final state.
+  function followDocuments(root) {
+    const items = document.querySelectorAll("#upload-list .upload-item[data-document-id]");
+    items.forEach((item) => {
+      const id = item.dataset.documentId;
+      const rowId = "document-row-" + id;
+      const row = root.id === rowId ? root : root.querySelector("#" + CSS.escape(rowId));
+      if (!row) return;
+      const status = row.querySelector("[data-status]");
+      const message = item.querySelector(".upload-message");
+      if (!status || !message) return;
+      if (status.dataset.status === "ready") {
+        item.classList.add("ready");
+        message.textContent = "Ready: indexed and searchable.";
+      } else if (status.dataset.status === "failed") {
+        item.classList.remove("done");
+        item.classList.add("error");
+        const error = row.querySelector(".doc-status .field-error");
+        message.textContent = "Failed: " + (error ? error.textContent.trim() : "the file could not be read.");
+      }
+    });
+  }
+
   function init() {
+    document.body.addEventListener("htmx:load", (event) => followDocuments(event.detail.elt));
     const form = document.getElementById("upload-form");
     const input = document.getElementById("upload-input");
     if (!form || !input) return;

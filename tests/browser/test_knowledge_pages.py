@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -42,7 +43,10 @@ def test_upload_through_the_form_becomes_ready(console_page, worker, tmp_path):
     items = page.locator("#upload-list .upload-item")
     expect(page.locator("#upload-list .upload-item")).to_have_count(2)
     page.locator("#upload-list .upload-item.done").wait_for()
-    assert "Uploaded" in items.nth(0).inner_text()
+    # The upload line follows its document to the end: ready, not "extracting" for ever.
+    expect(items.nth(0).locator(".upload-message")).to_have_text(
+        "Ready: indexed and searchable.", timeout=60_000
+    )
     page.locator("#upload-list .upload-item.error").wait_for()
     assert "PNG image" in page.locator("#upload-list .upload-item.error").inner_text()
     assert page.locator(".upload-item.done .progress").get_attribute("aria-valuenow") == "100"
@@ -70,8 +74,11 @@ def test_manage_a_document_in_place(console_page, agent, media_root):
     row.locator(".rename-form button").click()
     page.locator(f'#document-row-{document.pk} input[value="Opening hours"]').wait_for()
 
-    row.locator(".toggle-button").click()
-    page.locator(f'#document-row-{document.pk} .toggle-button[aria-pressed="false"]').wait_for()
+    toggle = row.locator(".toggle-button")
+    expect(toggle).to_have_text("Disable")  # the button names the action, not the state
+    toggle.click()
+    expect(page.locator(f"#document-row-{document.pk} .toggle-button")).to_have_text("Enable")
+    expect(page.locator(f"#document-row-{document.pk} [data-enabled]")).to_have_text("Not searched")
     document.refresh_from_db()
     assert document.name == "Opening hours" and document.is_enabled is False
 
@@ -119,3 +126,58 @@ def test_url_document_schedule_and_refresh(console_page, agent, media_root):
         timeout=10_000
     )
     assert "503" in page.locator(f"#document-row-{document.pk}").inner_text()
+
+
+def test_an_upload_that_fails_in_the_worker_turns_its_line_red_and_can_be_retried(
+    console_page, worker, tmp_path
+):
+    page = console_page
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << >>\n%%EOF\n")
+    page.goto(f"{page.live_server_url}/knowledge/")
+    page.set_input_files("#upload-input", [str(broken)])
+    line = page.locator("#upload-list .upload-item")
+    expect(line).to_have_class(re.compile(r"\berror\b"), timeout=60_000)
+    expect(line.locator(".upload-message")).to_contain_text("Failed:")
+    fill = line.locator(".progress > span")
+    assert fill.evaluate("e => getComputedStyle(e).backgroundColor") == line.locator(
+        ".upload-message"
+    ).evaluate("e => getComputedStyle(e).color")  # the bar is the error colour, not blue
+
+    document = KnowledgeDocument.objects.get()
+    page.goto(f"{page.live_server_url}/knowledge/{document.pk}/")
+    page.locator("#document-actions .retry-button").click()
+    expect(page.locator("#document-status [data-status]")).to_have_attribute(
+        "data-status", re.compile("processing|failed")
+    )
+    document.refresh_from_db()
+    assert document.attempts <= 1  # queued again once
+
+
+def test_the_document_page_renames_disables_downloads_and_deletes(console_page, agent, media_root):
+    page = console_page
+    data = b"# Hours\n\nThe shop opens at nine.\n"
+    document = make_file_document(agent, data, "hours.md")
+    page.goto(f"{page.live_server_url}/knowledge/{document.pk}/")
+    actions = page.locator("#document-actions")
+
+    actions.locator("#id_rename").fill("Opening hours")
+    actions.locator(".rename-form button").click()
+    expect(page.locator("#document-name")).to_have_text("Opening hours")
+
+    actions.locator(".toggle-button").click()
+    expect(page.locator("#document-actions .toggle-button")).to_have_text("Enable for search")
+
+    with page.expect_download() as download:
+        page.locator("#download-original").click()
+    assert download.value.suggested_filename == "hours.md"
+    assert Path(download.value.path()).read_bytes() == data
+
+    page.locator("#raw-markdown").click()
+    assert page.locator("body").inner_text().startswith("# Hours")
+    page.go_back()
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#document-actions .btn-danger").click()
+    expect(page).to_have_url(f"{page.live_server_url}/knowledge/")
+    assert not KnowledgeDocument.objects.filter(pk=document.pk).exists()

@@ -148,7 +148,9 @@ def test_rename_toggle_and_delete_in_place(console, document):
         {"is_enabled": "false"},
         headers=HX,
     )
-    assert 'aria-pressed="false"' in toggle.content.decode()
+    # The button names what it does next; the state is a badge beside it.
+    toggled = toggle.content.decode()
+    assert ">Enable</button>" in toggled and "Not searched" in toggled
     document.refresh_from_db()
     assert document.name == "Hours" and document.is_enabled is False
     delete = console.post(reverse("knowledge:document_delete", args=[document.pk]), headers=HX)
@@ -220,3 +222,105 @@ def test_missing_document_page_is_the_styled_404(console):
     assert response.status_code == 404
     html = response.content.decode()
     assert "Not found" in html and 'class="sidebar' in html
+
+
+# --- the document page's actions, retry, download and raw markdown -------------------------------
+
+BROKEN_PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << >>\n%%EOF\n"
+
+
+def test_list_toggle_names_the_action_not_the_state(console, document):
+    html = console.get(reverse("knowledge:document_list")).content.decode()
+    assert ">Disable</button>" in html and "Searched" in html
+    assert ">Enabled</button>" not in html
+
+
+def test_detail_page_offers_every_action(console, document):
+    html = console.get(reverse("knowledge:document_detail", args=[document.pk])).content.decode()
+    for action in ("rename", "toggle", "delete", "download", "markdown"):
+        assert reverse(f"knowledge:document_{action}", args=[document.pk]) in html, action
+    assert "Disable for search" in html
+    assert reverse("knowledge:document_retry", args=[document.pk]) not in html  # not failed
+    assert 'data-confirm="Delete' in html
+
+
+def test_plain_forms_on_the_detail_page_come_back_to_it_and_nowhere_else(console, document):
+    here = reverse("knowledge:document_detail", args=[document.pk])
+    response = console.post(
+        reverse("knowledge:document_rename", args=[document.pk]), {"name": "Hours", "next": here}
+    )
+    assert response.status_code == 302 and response["Location"] == here
+    response = console.post(
+        reverse("knowledge:document_toggle", args=[document.pk]),
+        {"is_enabled": "false", "next": "https://evil.example/"},
+    )
+    assert response["Location"] == reverse("knowledge:document_list")
+    document.refresh_from_db()
+    assert (document.name, document.is_enabled) == ("Hours", False)
+
+
+def test_download_gives_back_the_uploaded_bytes_as_an_attachment(console, document):
+    response = console.get(reverse("knowledge:document_download", args=[document.pk]))
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == MARKDOWN
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"].startswith("attachment;")
+    assert 'filename="hours.md"' in response["Content-Disposition"]
+
+
+def test_download_of_another_agents_or_a_url_document_is_404(console, other_agent, agent):
+    theirs = make_file_document(other_agent, MARKDOWN, "theirs.md")
+    assert console.get(reverse("knowledge:document_download", args=[theirs.pk])).status_code == 404
+    url_document = KnowledgeDocument.objects.create(
+        agent=agent, name="Help", source_type="url", source_url="https://example.com/"
+    )
+    response = console.get(reverse("knowledge:document_download", args=[url_document.pk]))
+    assert response.status_code == 404
+    assert "added from a URL" in response.content.decode()
+
+
+def test_raw_markdown_is_plain_text_never_html(console, document):
+    response = console.get(reverse("knowledge:document_markdown", args=[document.pk]))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    body = response.content.decode()
+    assert body.startswith("# Opening hours") and "<script>alert('x')</script>" in body
+
+
+def test_a_failed_document_is_retried_once_however_often_it_is_asked(console, agent):
+    failed = make_file_document(agent, BROKEN_PDF, "broken.pdf")
+    assert failed.status == "failed"
+    html = console.get(reverse("knowledge:document_detail", args=[failed.pk])).content.decode()
+    assert reverse("knowledge:document_retry", args=[failed.pk]) in html
+    first = console.post(reverse("knowledge:document_retry", args=[failed.pk]), headers=HX)
+    assert 'data-status="processing"' in first.content.decode()
+    failed.refresh_from_db()
+    assert (failed.status, failed.error_message) == ("processing", None)
+    second = console.post(reverse("knowledge:document_retry", args=[failed.pk]), headers=HX)
+    assert "Only a failed document can be retried." in second.content.decode()
+
+
+def test_add_url_error_keeps_the_typed_url_and_name(console):
+    response = console.post(
+        reverse("knowledge:document_add_url"),
+        {"url": "http://10.0.0.1/", "name": "Intranet help", "refresh_interval_hours": "24"},
+        headers=HX,
+    )
+    html = response.content.decode()
+    assert 'value="http://10.0.0.1/"' in html and 'value="Intranet help"' in html
+
+
+def test_a_retried_document_is_ingested_again_from_its_stored_file(agent):
+    from apps.common.errors import Conflict
+    from apps.knowledge import pipeline, services
+
+    document = make_file_document(agent, MARKDOWN, "hours.md", ingest=False)
+    KnowledgeDocument.objects.filter(pk=document.pk).update(
+        status="failed", error_message="The worker ran out of time."
+    )
+    services.document_retry(agent=agent, document_id=document.pk)
+    assert pipeline.document_ingest(document_id=document.pk) == "ready"
+    document.refresh_from_db()
+    assert (document.status, document.error_message, document.chunk_count) == ("ready", None, 1)
+    with pytest.raises(Conflict):
+        services.document_retry(agent=agent, document_id=document.pk)
