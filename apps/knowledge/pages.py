@@ -218,7 +218,7 @@ def document_retry(request: ConsoleRequest, document_id: str) -> HttpResponse:
 
 @require_GET
 @console_view
-def document_download(request: ConsoleRequest, document_id: str) -> HttpResponse:
+def document_download(request: ConsoleRequest, document_id: str) -> FileResponse:
     """The uploaded file as it was received, as an attachment (never rendered by the browser)."""
     document = _get_or_404(request, document_id)
     if document.source_type != KnowledgeDocument.SourceType.FILE or not document.file:
