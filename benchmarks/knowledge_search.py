@@ -83,7 +83,7 @@ def main() -> None:
     from apps.common.errors import ServiceError
     from apps.knowledge import embeddings, pipeline, services
     from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
-    from apps.knowledge.search import MODES, search_chunks
+    from apps.knowledge.search import MODES
     from apps.workspaces.models import Agent, Workspace
 
     call_command("migrate", verbosity=0)
@@ -92,8 +92,19 @@ def main() -> None:
 
     existing = Agent.objects.filter(workspace__name="Knowledge benchmark", name="Bench").first()
     if args.reuse and existing is not None:
-        print("--reuse: timing the Agent loaded by an earlier run (relevance not measured)")
-        _time_searches(existing, relevance, args.runs)
+        print("--reuse: timing the Agent loaded by an earlier run")
+        total = _time_searches(existing, relevance, args.runs)
+        # The corpus documents of that run, found again by their file names.
+        names = dict(
+            KnowledgeDocument.objects.filter(agent=existing).values_list("file_name", "pk")
+        )
+        by_file = {
+            item["file"]: names[Path(item["file"]).name]
+            for item in relevance["queries"]
+            if Path(item["file"]).name in names
+        }
+        for mode in ("keyword", "hybrid"):
+            _evaluate(existing, by_file, relevance, f"Relevance with {total} chunks", mode)
         return
     Workspace.objects.filter(name="Knowledge benchmark").delete()
     workspace = Workspace.objects.create(name="Knowledge benchmark")
@@ -122,36 +133,12 @@ def main() -> None:
         f"in {time.perf_counter() - started:.1f} s ({connection.vendor})."
     )
 
-    def evaluate(label: str, mode: str) -> None:
-        ranks = []
-        for item in relevance["queries"]:
-            hits = search_chunks(agent=agent, query=item["query"], limit=5, mode=mode)
-            rank = None
-            texts = dict(
-                KnowledgeChunk.objects.filter(pk__in=[h.chunk_id for h in hits]).values_list(
-                    "pk", "text"
-                )
-            )
-            for position, hit in enumerate(hits, start=1):
-                if hit.document_id == by_file.get(item["file"]) and _collapse(
-                    item["expect"]
-                ) in _collapse(texts[hit.chunk_id]):
-                    rank = position
-                    break
-            ranks.append(rank)
-            if rank != 1:
-                print(f"    {item['query']!r}: expected passage at rank {rank}")
-        found = [r for r in ranks if r]
-        recall = len(found) / len(ranks)
-        mrr = sum(1 / r for r in found) / len(ranks)
-        print(f"{label}, {mode}: recall@5 {recall:.3f}, MRR {mrr:.3f} over {len(ranks)} queries")
-
     embed_start = time.perf_counter()
     for document_id in by_file.values():
         embeddings.document_embed(document_id=document_id, max_batches=100_000)
     print(f"Embedded the corpus chunks in {time.perf_counter() - embed_start:.1f} s.")
-    evaluate("Relevance (corpus only)", "keyword")
-    evaluate("Relevance (corpus only)", "hybrid")
+    for mode in ("keyword", "hybrid"):
+        _evaluate(agent, by_file, relevance, "Relevance (corpus only)", mode)
     paraphrase_agent = _paraphrase_agent(workspace)
     for mode in MODES:
         print(f"Paraphrase set, {mode}: recall@5 {_paraphrase_recall(paraphrase_agent, mode):.3f}")
@@ -161,8 +148,37 @@ def main() -> None:
         _add_synthetic_chunks(agent, missing)
 
     total = _time_searches(agent, relevance, args.runs)
-    evaluate(f"Relevance with {total} chunks", "keyword")
-    evaluate(f"Relevance with {total} chunks", "hybrid")
+    for mode in ("keyword", "hybrid"):
+        _evaluate(agent, by_file, relevance, f"Relevance with {total} chunks", mode)
+
+
+def _evaluate(agent, by_file: dict[str, str], relevance: dict, label: str, mode: str) -> None:
+    """recall@5 and MRR of the relevance set in one mode, printing every miss."""
+    from apps.knowledge.models import KnowledgeChunk
+    from apps.knowledge.search import search_chunks
+
+    ranks = []
+    for item in relevance["queries"]:
+        hits = search_chunks(agent=agent, query=item["query"], limit=5, mode=mode)
+        rank = None
+        texts = dict(
+            KnowledgeChunk.objects.filter(pk__in=[h.chunk_id for h in hits]).values_list(
+                "pk", "text"
+            )
+        )
+        for position, hit in enumerate(hits, start=1):
+            if hit.document_id == by_file.get(item["file"]) and _collapse(
+                item["expect"]
+            ) in _collapse(texts[hit.chunk_id]):
+                rank = position
+                break
+        ranks.append(rank)
+        if rank != 1:
+            print(f"    {item['query']!r}: expected passage at rank {rank}")
+    found = [r for r in ranks if r]
+    recall = len(found) / len(ranks)
+    mrr = sum(1 / r for r in found) / len(ranks)
+    print(f"{label}, {mode}: recall@5 {recall:.3f}, MRR {mrr:.3f} over {len(ranks)} queries")
 
 
 def _time_searches(agent, relevance: dict, runs: int) -> int:

@@ -38,7 +38,7 @@ MODES = ("hybrid", "keyword", "semantic")
 CANDIDATES = 50
 # Rows a keyword query ranks at most: beyond it a term is too common to rank every match, and
 # the first matches found stand in for the rest (the semantic half still orders by meaning).
-KEYWORD_CANDIDATE_CAP = 1000
+KEYWORD_CANDIDATE_CAP = 300
 # Chunks whose exact vectors are read after the sign-bit scan (the scan's shortlist).
 VECTOR_PREFILTER = 400
 RRF_K = 60
