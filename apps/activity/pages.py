@@ -19,7 +19,7 @@ from apps.activity import charts, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
 from apps.activity.overview import DEFAULT_PERIOD, PERIODS, STATUS_ORDER, overview_get
 from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
-from apps.activity.transcript import initials_of, message_view, safe_url
+from apps.activity.transcript import initials_of, message_view, runs_by_turn, safe_url, turn_usage
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
@@ -117,6 +117,11 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         agent=request.agent, filters=filters, title_search=search
     ).select_related("user")
     page, page_error = _page(request, queryset, selectors.CONVERSATION_KEYSET)
+    totals = selectors.conversation_totals(
+        agent=request.agent, conversation_ids=[row.id for row in page.rows]
+    )
+    for row in page.rows:
+        row.totals = totals[row.id]
     context = {
         "section": "conversations",
         "page": page,
@@ -125,7 +130,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         "statuses": RunStatus.values,
         "sources": Conversation.Source.values,
         "filtering": bool(filters or search),
-        "is_first_page": not request.GET.get("after"),
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
     return render_page(
         request, "activity/conversation_list.html", context, partial="conversation-table"
@@ -138,16 +143,25 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
     messages = selectors.transcript_messages(
         agent=request.agent, conversation_id=conversation.id, limit=TRANSCRIPT_LIMIT
     )
+    shown = messages[:TRANSCRIPT_LIMIT]
+    runs = selectors.conversation_runs(
+        agent=request.agent, conversation_id=conversation.id, limit=CONVERSATION_RUNS_LIMIT
+    )
+    turns = runs_by_turn(shown, runs)
+    transcript = []
+    for message in shown:
+        item = message_view(message)
+        if message.id in turns:
+            item["turn"] = turn_usage(turns[message.id])
+        transcript.append(item)
     context = {
         "section": "conversations",
         "conversation": conversation,
         "end_user": selectors.end_user_find(agent=request.agent, user_id=conversation.user_id),
-        "transcript": [message_view(message) for message in messages[:TRANSCRIPT_LIMIT]],
+        "transcript": transcript,
         "truncated": len(messages) > TRANSCRIPT_LIMIT,
         "remote_images": remote_images_allowed(request),
-        "runs": selectors.conversation_runs(
-            agent=request.agent, conversation_id=conversation.id, limit=CONVERSATION_RUNS_LIMIT
-        ),
+        "runs": runs,
     }
     return render(request, "activity/conversation_detail.html", context)
 
@@ -169,7 +183,7 @@ def user_list(request: ConsoleRequest) -> HttpResponse:
         "q": search,
         "page": page,
         "error": error or page_error,
-        "is_first_page": not request.GET.get("after"),
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
     return render_page(request, "activity/user_list.html", context, partial="user-table")
 
@@ -212,7 +226,7 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         "error": error or page_error,
         "statuses": RunStatus.values,
         "filtering": bool(filters),
-        "is_first_page": not request.GET.get("after"),
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
     return render_page(request, "activity/run_list.html", context, partial="run-table")
 

@@ -8,7 +8,7 @@ range scan: see the indexes in models.py.
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils.dateparse import parse_date, parse_datetime
 
 from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
@@ -225,6 +225,46 @@ def transcript_messages(*, agent: Agent, conversation_id: str, limit: int) -> li
             *MESSAGE_KEYSET.order_by
         )[: limit + 1]
     )
+
+
+@dataclass(frozen=True)
+class ConversationTotals:
+    messages: int = 0
+    runs: int = 0
+    credits: float | None = None
+
+
+def conversation_totals(
+    *, agent: Agent, conversation_ids: list[str]
+) -> dict[str, ConversationTotals]:
+    """Messages, runs and credits of each conversation of one list page: two grouped queries
+    whatever the page size, each an index range per conversation (msg_conv_created,
+    run_agent_conv)."""
+    if not conversation_ids:
+        return {}
+    messages = dict(
+        Message.objects.filter(agent=agent, conversation_id__in=conversation_ids)
+        .values("conversation_id")
+        .annotate(count=Count("row"))
+        .values_list("conversation_id", "count")
+    )
+    runs = {
+        conversation_id: (count, credits)
+        for conversation_id, count, credits in Run.objects.filter(
+            agent=agent, conversation_id__in=conversation_ids
+        )
+        .values("conversation_id")
+        .annotate(count=Count("row"), credits=Sum("credits_charged"))
+        .values_list("conversation_id", "count", "credits")
+    }
+    return {
+        conversation_id: ConversationTotals(
+            messages=messages.get(conversation_id, 0),
+            runs=runs.get(conversation_id, (0, None))[0],
+            credits=runs.get(conversation_id, (0, None))[1],
+        )
+        for conversation_id in conversation_ids
+    }
 
 
 def conversation_runs(*, agent: Agent, conversation_id: str, limit: int) -> list[Run]:

@@ -5,6 +5,7 @@ template, JSON is pretty-printed and escaped by the template, and a link is kept
 its URL is http(s) — a `javascript:` or `data:` URL is shown as plain text, never as a link.
 """
 
+from bisect import bisect_left
 from urllib.parse import urlsplit
 
 import orjson
@@ -89,3 +90,42 @@ def part_view(part) -> dict:
 def message_view(message) -> dict:
     parts = message.parts if isinstance(message.parts, list) else [message.parts]
     return {"message": message, "parts": [part_view(part) for part in parts]}
+
+
+def runs_by_turn(messages: list, runs: list) -> dict[str, list]:
+    """Message id -> the runs that produced it, in the order they ran.
+
+    A run has no message id; it produced the turn's answer, so it belongs to the first assistant
+    message recorded at or after it started. A run with no answer after it (still streaming, or
+    failed before replying) stays with the last message before it, so it is never dropped.
+    """
+    ordered = sorted(messages, key=lambda message: (message.created_at, message.id))
+    answers = [message for message in ordered if message.role == "assistant"]
+    answer_times = [message.created_at for message in answers]
+    turns: dict[str, list] = {}
+    for run in sorted(runs, key=lambda run: (run.created_at, run.id)):
+        index = bisect_left(answer_times, run.created_at)
+        if index < len(answers):
+            owner = answers[index]
+        else:
+            earlier = [message for message in ordered if message.created_at <= run.created_at]
+            if not earlier:
+                continue  # a run older than every message shown: the runs panel still lists it
+            owner = earlier[-1]
+        turns.setdefault(owner.id, []).append(run)
+    return turns
+
+
+def turn_usage(runs: list) -> dict:
+    """Tokens, credits and latency of one turn's runs, for the line under the message."""
+
+    def total(name: str) -> float | None:
+        values = [getattr(run, name) for run in runs if getattr(run, name) is not None]
+        return sum(values) if values else None
+
+    return {
+        "runs": runs,
+        "tokens": total("total_tokens"),
+        "credits": total("credits_charged"),
+        "latency_ms": total("total_turn_latency_ms"),
+    }

@@ -47,6 +47,9 @@ class Keyset:
 class PageRequest:
     limit: int
     after: str | None
+    # The console's "Newer": the page that ends just before this cursor's row. The API has no
+    # such parameter; its clients walk forward only.
+    before: str | None = None
 
 
 @dataclass
@@ -54,6 +57,8 @@ class Page:
     rows: list
     has_more: bool
     next_cursor: str | None
+    # The first row's cursor when newer rows exist (console pages only; not in the API's body).
+    previous_cursor: str | None = None
 
     def envelope(self, render: Callable[[Any], dict]) -> dict:
         return {
@@ -101,7 +106,35 @@ def _decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
     return value, row_id
 
 
+def _cursor_of(keyset: Keyset, row: Any) -> str:
+    return _encode(keyset, getattr(row, keyset.field), row.id)
+
+
+def _page_before(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
+    """The `limit` rows just before the cursor's row, read backwards on the same index."""
+    assert page.before is not None
+    value, row_id = _decode(keyset, page.before)
+    backwards = Keyset(keyset.name, keyset.field, descending=not keyset.descending)
+    rows = list(
+        queryset.order_by(*backwards.order_by).filter(backwards.after(value, row_id))[
+            : page.limit + 1
+        ]
+    )
+    has_newer = len(rows) > page.limit
+    rows = rows[: page.limit][::-1]
+    if not rows:  # nothing newer any more (rows deleted): the newest page
+        return paginate(queryset, keyset=keyset, page=PageRequest(limit=page.limit, after=None))
+    return Page(
+        rows=rows,
+        has_more=True,  # the cursor's own row, at least, is older
+        next_cursor=_cursor_of(keyset, rows[-1]),
+        previous_cursor=_cursor_of(keyset, rows[0]) if has_newer else None,
+    )
+
+
 def paginate(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
+    if page.before is not None:
+        return _page_before(queryset, keyset=keyset, page=page)
     queryset = queryset.order_by(*keyset.order_by)
     if page.after is not None:
         value, row_id = _decode(keyset, page.after)
@@ -109,8 +142,9 @@ def paginate(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
     rows: Sequence = list(queryset[: page.limit + 1])
     has_more = len(rows) > page.limit
     rows = list(rows[: page.limit])
-    next_cursor = None
-    if has_more:
-        last = rows[-1]
-        next_cursor = _encode(keyset, getattr(last, keyset.field), last.id)
-    return Page(rows=rows, has_more=has_more, next_cursor=next_cursor)
+    next_cursor = _cursor_of(keyset, rows[-1]) if has_more else None
+    # A page reached through a cursor has newer rows (at least the cursor's own).
+    previous_cursor = _cursor_of(keyset, rows[0]) if page.after is not None and rows else None
+    return Page(
+        rows=rows, has_more=has_more, next_cursor=next_cursor, previous_cursor=previous_cursor
+    )

@@ -135,8 +135,10 @@ def keyset_page(
     by `fetch`; a stale or edited cursor gives the first page and a message to show, never an
     error page."""
     after = request.GET.get(param) or None  # "Newest" links send an empty `after`
+    # "Newer" links send `before` (or `<param>_before` beside a second list).
+    before = request.GET.get("before" if param == "after" else f"{param}_before") or None
     try:
-        return fetch(PageRequest(limit=limit, after=after)), None
+        return fetch(PageRequest(limit=limit, after=None if before else after, before=before)), None
     except BadRequest:
         return fetch(PageRequest(limit=limit, after=None)), STALE_CURSOR_MESSAGE
 

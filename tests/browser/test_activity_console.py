@@ -81,3 +81,27 @@ def test_users_and_runs_pages_and_details(console_page, seeded):
     page.locator("#run-table tbody tr").first.locator("a").first.click()
     expect(page.locator("h2", has_text="Usage")).to_be_visible()
     expect(page.locator(".error-code").first).to_be_visible()
+
+
+def test_older_then_newer_lands_on_the_same_runs_and_answers_show_their_turn(console_page, seeded):
+    page = console_page
+    page.goto(f"{page.live_server_url}/runs/")
+    links = page.locator("#run-table tbody tr td:first-child a")
+    expect(links.first).to_be_visible()
+    first_page = links.evaluate_all("links => links.map(link => link.href)")
+    expect(page.locator("#newer-link")).to_have_count(0)  # the newest page has nothing newer
+    page.locator("#run-table").get_by_role("link", name="Older »").click()
+    expect(page).to_have_url(re.compile(r"after="))
+    expect(page.locator("#newer-link")).to_be_visible()
+    page.locator("#newer-link").click()
+    expect(page).to_have_url(re.compile(r"before="))
+    expect(links.first).to_have_attribute("href", re.compile(re.escape(first_page[0][-30:])))
+    assert links.evaluate_all("links => links.map(link => link.href)") == first_page
+
+    # The conversations list counts each conversation's messages and runs.
+    page.goto(f"{page.live_server_url}/conversations/")
+    runs = page.locator('#conversation-table td[data-column="runs"]')
+    expect(runs.first).to_be_visible()
+    with_runs = next(i for i, text in enumerate(runs.all_inner_texts()) if text.strip() != "0")
+    page.locator("#conversation-table tbody tr").nth(with_runs).locator("a").first.click()
+    expect(page.locator(".turn-usage").first).to_contain_text("tokens")

@@ -33,3 +33,11 @@ def ms_after(later, earlier) -> str:
         return ""
     milliseconds = (later - earlier).total_seconds() * 1000
     return f"+{milliseconds:,.0f} ms"
+
+
+@register.filter(name="credits")
+def credits_filter(value) -> str:
+    """Credits with at most four decimals and no trailing zeros (0.75, 2, 0.0001)."""
+    if value is None:
+        return ""
+    return f"{float(value):.4f}".rstrip("0").rstrip(".")
