@@ -14,6 +14,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_GET
 
 from apps.activity import charts, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
@@ -48,12 +49,37 @@ def _search_text(request: ConsoleRequest) -> str:
     return request.GET.get("q", "").strip()[:200]
 
 
-def _filters(request: ConsoleRequest, specs, *, dates: tuple[str, str] | None = None):
-    """(filter values, error message) from the query string.
+def _user_filter(request: ConsoleRequest) -> tuple[EndUser | None, dict, str | None]:
+    """The user the filter box names (an id, or a name, email or external id that matches one
+    user), the query parameters to filter with, and a message when it names none or several."""
+    params = {key: str(value).strip() for key, value in request.GET.items()}
+    text = params.get("user_id", "")
+    if not text:
+        return None, params, None
+    user, candidates = selectors.user_pick(agent=request.agent, text=text[:200])
+    if user is not None:
+        params["user_id"] = user.id
+        return user, params, None
+    del params["user_id"]
+    if not candidates:
+        return None, params, f"No user matches “{text}”."
+    return None, params, f"Several users match “{text}”; pick one from the suggestions."
+
+
+def _filters(
+    request: ConsoleRequest,
+    specs,
+    *,
+    dates: tuple[str, str] | None = None,
+    params: dict | None = None,
+):
+    """(filter values, error message) from the query string (or `params` made from it).
 
     The console's `from`/`to` date inputs become the list's date range; `to` includes its day.
     """
-    params = {key: str(value).strip() for key, value in request.GET.items()}
+    if params is None:
+        params = {key: str(value).strip() for key, value in request.GET.items()}
+    params = dict(params)
     renames = {}
     if dates:
         after_name, before_name = dates
@@ -109,9 +135,14 @@ def overview(request: ConsoleRequest) -> HttpResponse:
 
 @console_view
 def conversation_list(request: ConsoleRequest) -> HttpResponse:
+    picked_user, params, user_error = _user_filter(request)
     filters, error = _filters(
-        request, selectors.CONVERSATION_FILTERS, dates=("updated_after", "updated_before")
+        request,
+        selectors.CONVERSATION_FILTERS,
+        dates=("updated_after", "updated_before"),
+        params=params,
     )
+    error = error or user_error
     search = _search_text(request)
     queryset = selectors.conversation_list(
         agent=request.agent, filters=filters, title_search=search
@@ -124,6 +155,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         row.totals = totals[row.id]
     context = {
         "section": "conversations",
+        "picked_user": picked_user,
         "page": page,
         "error": error or page_error,
         "q": search,
@@ -212,14 +244,19 @@ def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
 
 @console_view
 def run_list(request: ConsoleRequest) -> HttpResponse:
+    picked_user, params, user_error = _user_filter(request)
     filters, error = _filters(
-        request, selectors.RUN_FILTERS, dates=("created_after", "created_before")
+        request, selectors.RUN_FILTERS, dates=("created_after", "created_before"), params=params
     )
+    error = error or user_error
     page, page_error = _page(
-        request, selectors.run_list(agent=request.agent, filters=filters), selectors.RUN_KEYSET
+        request,
+        selectors.run_list(agent=request.agent, filters=filters).select_related("user"),
+        selectors.RUN_KEYSET,
     )
     context = {
         "section": "runs",
+        "picked_user": picked_user,
         "page": page,
         "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
         "error_codes": selectors.recent_run_values(agent=request.agent, field="error_code"),
@@ -229,6 +266,15 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
     return render_page(request, "activity/run_list.html", context, partial="run-table")
+
+
+@require_GET
+@console_view
+def user_suggest(request: ConsoleRequest) -> HttpResponse:
+    """Suggestions for the user filter box: a datalist of ids labelled with names."""
+    text = request.GET.get("user_id", "").strip()[:200]
+    _user, candidates = selectors.user_pick(agent=request.agent, text=text) if text else (None, [])
+    return render(request, "activity/_user_choices.html", {"candidates": candidates})
 
 
 @console_view
@@ -295,7 +341,9 @@ def list_export(request: ConsoleRequest, name: str) -> HttpResponseBase:
     """`/<list>/export/?format=csv|json&<the list's filters>`: what the list shows, all pages,
     each row with exactly the API's fields."""
     export = _EXPORTS[name]
-    filters, error = _filters(request, export.filters, dates=export.dates)
+    _user, params, user_error = _user_filter(request)
+    filters, error = _filters(request, export.filters, dates=export.dates, params=params)
+    error = error or user_error
     try:
         fmt = export_format(request.GET.get("format"))
     except BadRequest as exc:

@@ -125,6 +125,25 @@ def user_get(*, agent: Agent, user_id: str) -> EndUser:
     return user
 
 
+USER_PICKER_LIMIT = 10
+
+
+def user_pick(*, agent: Agent, text: str) -> tuple[EndUser | None, list[EndUser]]:
+    """The user a console filter names, and the users it could mean.
+
+    An exact id picks that user; otherwise name, email or external id are searched, and a single
+    match picks it. Several or none pick nobody (the page asks to choose); at most
+    USER_PICKER_LIMIT candidates, most recently seen first.
+    """
+    exact = EndUser.objects.filter(agent=agent, id=text).first() if _is_id(text) else None
+    if exact is not None:
+        return exact, [exact]
+    candidates = list(
+        user_list(agent=agent, search=text).order_by(*USER_KEYSET.order_by)[:USER_PICKER_LIMIT]
+    )
+    return (candidates[0] if len(candidates) == 1 else None), candidates
+
+
 # --- conversations -------------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ urlpatterns = [
         name="conversation_detail",
     ),
     path("users/", pages.user_list, name="user_list"),
+    path("users/suggest/", pages.user_suggest, name="user_suggest"),
     path("users/<str:user_id>/", pages.user_detail, name="user_detail"),
     path("runs/", pages.run_list, name="run_list"),
     path("runs/<str:run_id>/", pages.run_detail, name="run_detail"),

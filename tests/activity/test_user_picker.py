@@ -1,0 +1,63 @@
+"""The user filter of the runs and conversations pages takes a name, email or id; users are
+shown by name."""
+
+import pytest
+from django.urls import reverse
+
+from tests.activity.factories import conversation_factory, end_user_factory, run_factory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def signed_in(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def people(agent):
+    ada = end_user_factory(agent=agent, display_name="Ada Lovelace", email="ada@example.com")
+    alan = end_user_factory(agent=agent, display_name="Alan Turing", email="alan@example.com")
+    for user, model in ((ada, "model-ada"), (alan, "model-alan")):
+        run_factory(conversation=conversation_factory(agent=agent, user=user), model_id=model)
+    return ada, alan
+
+
+def test_runs_filter_by_a_users_name_shows_only_their_runs_and_their_name(signed_in, people):
+    ada, _alan = people
+    html = signed_in.get(reverse("activity:run_list"), {"user_id": "lovelace"}).content.decode()
+    table = html.split('id="run-table"', 1)[1]
+    assert "model-ada" in table and "model-alan" not in table
+    assert 'id="picked-user">Ada Lovelace<' in html
+    assert ">Ada Lovelace</a>" in table  # names, not ids, in the rows
+
+
+def test_an_exact_id_or_email_picks_the_user_too(signed_in, people):
+    ada, _alan = people
+    for text in (ada.id, "ada@example.com"):
+        html = signed_in.get(reverse("activity:conversation_list"), {"user_id": text}).content
+        assert b'id="picked-user">Ada Lovelace<' in html
+
+
+def test_a_name_that_matches_several_or_none_asks_to_choose(signed_in, people):
+    several = signed_in.get(reverse("activity:run_list"), {"user_id": "example.com"})
+    assert "Several users match “example.com”; pick one" in several.content.decode()
+    none = signed_in.get(reverse("activity:run_list"), {"user_id": "grace"})
+    assert "No user matches “grace”." in none.content.decode()
+
+
+def test_suggestions_are_ids_labelled_with_names_of_this_agent_only(signed_in, people, other_agent):
+    end_user_factory(agent=other_agent, display_name="Ada Other")
+    html = signed_in.get(reverse("activity:user_suggest"), {"user_id": "ada"}).content.decode()
+    ada, _alan = people
+    assert html.startswith('<datalist id="user-choices">')
+    assert f'<option value="{ada.id}">Ada Lovelace · ada@example.com</option>' in html
+    assert "Ada Other" not in html
+
+
+def test_run_page_names_its_user(signed_in, people):
+    ada, _alan = people
+    run = ada.runs.get()
+    html = signed_in.get(reverse("activity:run_detail", args=[run.id])).content.decode()
+    assert f'href="/users/{ada.id}/">Ada Lovelace</a>' in html
