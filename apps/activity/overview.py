@@ -34,6 +34,51 @@ class Overview:
     totals: dict = field(default_factory=dict)
     top_tools: list[tuple[str, int]] = field(default_factory=list)
     failing_tools: list[tuple[str, int]] = field(default_factory=list)
+    # The same headline numbers over the period of equal length just before, and the change.
+    previous: dict = field(default_factory=dict)
+    changes: dict = field(default_factory=dict)
+    # (model, runs, credits), most credits first.
+    credits_by_model: list[tuple[str, int, float]] = field(default_factory=list)
+
+
+# Whether a rise is good news (coloured green), bad news (red) or neither (no colour).
+RISE_MEANS = {"runs": "good", "users": "good", "tokens": "neutral", "credits": "neutral"}
+
+
+def change_between(current: float | None, previous: float | None, *, rise_means: str) -> dict:
+    """The change from the previous period, as the Overview shows it. No previous activity
+    gives no percentage (a rise from nothing has no meaningful size)."""
+    current, previous = current or 0, previous or 0
+    if not previous:
+        return {"percent": None, "tone": "neutral"}
+    percent = (current - previous) / previous * 100
+    if abs(percent) < 0.05 or rise_means == "neutral":
+        tone = "neutral"
+    else:
+        tone = "good" if (percent > 0) == (rise_means == "good") else "bad"
+    return {"percent": percent, "tone": tone}
+
+
+def _headline(runs) -> dict:
+    return runs.aggregate(
+        runs=Count("id"),
+        failed=Count("id", filter=Q(status=RunStatus.FAILED)),
+        tokens=Sum("total_tokens"),
+        credits=Sum("credits_charged"),
+        users=Count("user_id", distinct=True),
+    )
+
+
+def _credits_by_model(runs) -> list[tuple[str, int, float]]:
+    rows = (
+        runs.values("model_id")
+        .annotate(n=Count("id"), credits=Sum("credits_charged"))
+        .order_by("-credits", "-n", "model_id")
+    )
+    return [
+        (row["model_id"] or "unknown model", row["n"], round(row["credits"] or 0.0, 4))
+        for row in rows
+    ]
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:
@@ -151,13 +196,16 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
     p50 = [per_day.get(day, (None, None))[0] for day in day_list]
     p95 = [per_day.get(day, (None, None))[1] for day in day_list]
 
-    totals = runs.aggregate(
-        runs=Count("id"),
-        failed=Count("id", filter=Q(status=RunStatus.FAILED)),
-        tokens=Sum("total_tokens"),
-        credits=Sum("credits_charged"),
-        users=Count("user_id", distinct=True),
+    totals = _headline(runs)
+    previous = _headline(
+        Run.objects.filter(
+            agent=agent, created_at__gte=since - timedelta(days=days), created_at__lt=since
+        )
     )
+    changes = {
+        name: change_between(totals[name], previous[name], rise_means=meaning)
+        for name, meaning in RISE_MEANS.items()
+    }
     totals["failure_rate"] = (totals["failed"] / totals["runs"] * 100) if totals["runs"] else 0.0
     totals["p50"], totals["p95"] = p50_all, p95_all
     return Overview(
@@ -171,4 +219,7 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
         totals=totals,
         top_tools=_tool_counts(agent.pk, since, "tool_names"),
         failing_tools=_tool_counts(agent.pk, since, "failed_tool_names"),
+        previous=previous,
+        changes=changes,
+        credits_by_model=_credits_by_model(runs),
     )

@@ -126,6 +126,7 @@ def overview(request: ConsoleRequest) -> HttpResponse:
         "users_chart": charts.bars(data.days, data.active_users, "Active users per day", "users"),
         "tool_max": max((count for _, count in data.top_tools), default=1),
         "failing_max": max((count for _, count in data.failing_tools), default=1),
+        "credits_max": max((credits for _, _, credits in data.credits_by_model), default=0),
     }
     return render_page(request, "activity/overview.html", context, partial="overview-charts")
 
