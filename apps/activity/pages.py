@@ -26,6 +26,7 @@ from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
 from apps.workspaces.console import (
     ConsoleRequest,
+    bounded_count,
     console_view,
     keyset_page,
     remote_images_allowed,
@@ -149,6 +150,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         agent=request.agent, filters=filters, title_search=search
     ).select_related("user")
     page, page_error = _page(request, queryset, selectors.CONVERSATION_KEYSET)
+    count = bounded_count(queryset)
     totals = selectors.conversation_totals(
         agent=request.agent, conversation_ids=[row.id for row in page.rows]
     )
@@ -158,6 +160,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         "section": "conversations",
         "picked_user": picked_user,
         "page": page,
+        "count": count,
         "error": error or page_error,
         "q": search,
         "statuses": RunStatus.values,
@@ -250,14 +253,12 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         request, selectors.RUN_FILTERS, dates=("created_after", "created_before"), params=params
     )
     error = error or user_error
-    page, page_error = _page(
-        request,
-        selectors.run_list(agent=request.agent, filters=filters).select_related("user"),
-        selectors.RUN_KEYSET,
-    )
+    runs = selectors.run_list(agent=request.agent, filters=filters)
+    page, page_error = _page(request, runs.select_related("user"), selectors.RUN_KEYSET)
     context = {
         "section": "runs",
         "picked_user": picked_user,
+        "count": bounded_count(runs),
         "page": page,
         "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
         "error_codes": selectors.recent_run_values(agent=request.agent, field="error_code"),

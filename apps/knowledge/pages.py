@@ -43,8 +43,9 @@ def _table_context(request: ConsoleRequest) -> dict:
     return {
         "documents": page.rows,
         "next_cursor": page.next_cursor,
+        "previous_cursor": page.previous_cursor,
         "interval_choices": _interval_choices(),
-        "is_paged": bool(request.GET.get("after")),
+        "is_paged": bool(request.GET.get("after") or request.GET.get("before")),
     }
 
 

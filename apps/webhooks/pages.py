@@ -43,8 +43,9 @@ def _deliveries(request: ConsoleRequest) -> dict:
     return {
         "deliveries": result.rows,
         "next_cursor": result.next_cursor,
+        "previous_cursor": result.previous_cursor,
         "list_error": filter_error or page_error,
-        "is_first_page": not request.GET.get("after"),
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
         "status_filter": status or "",
         "event_filter": event_type or "",
         "statuses": DeliveryStatus.values,

@@ -6,11 +6,13 @@ session, switchable), and sets `request.agent`, `request.workspace`, `request.me
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
@@ -141,6 +143,24 @@ def keyset_page(
         return fetch(PageRequest(limit=limit, after=None if before else after, before=before)), None
     except BadRequest:
         return fetch(PageRequest(limit=limit, after=None)), STALE_CURSOR_MESSAGE
+
+
+COUNT_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class BoundedCount:
+    """How many rows a filtered list has, counted up to a cap: "10,000+" past it."""
+
+    value: int
+    capped: bool
+
+
+def bounded_count(queryset: QuerySet, *, cap: int = COUNT_CAP) -> BoundedCount:
+    """COUNT over at most `cap + 1` rows of the list's index range: a few milliseconds on a
+    million rows, where an exact COUNT(*) would read them all on every page view."""
+    value = queryset.order_by()[: cap + 1].count()
+    return BoundedCount(value=min(value, cap), capped=value > cap)
 
 
 def remote_images_allowed(request: ConsoleRequest) -> bool:

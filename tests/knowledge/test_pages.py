@@ -324,3 +324,17 @@ def test_a_retried_document_is_ingested_again_from_its_stored_file(agent):
     assert (document.status, document.error_message, document.chunk_count) == ("ready", None, 1)
     with pytest.raises(Conflict):
         services.document_retry(agent=agent, document_id=document.pk)
+
+
+def test_documents_page_back_with_newer(console, agent):
+    from tests.paging import assert_older_then_newer_retraces
+
+    for n in range(27):
+        make_file_document(agent, f"# Note {n}\n\nText {n}.\n".encode(), f"note-{n}.md")
+    assert_older_then_newer_retraces(
+        console,
+        "/knowledge/",
+        older_id="older-documents",
+        newer_id="newer-documents",
+        row_pattern=r'id="document-row-(\w+)"',
+    )

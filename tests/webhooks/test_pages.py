@@ -273,3 +273,23 @@ def test_export_columns_are_exactly_the_delivery_objects_fields(agent):
 
     delivery = delivery_factory(webhook=webhook_factory(agent=agent))
     assert list(delivery_to_dict(delivery)) == DELIVERY_COLUMNS
+
+
+def test_deliveries_page_back_with_newer(owner_client, agent):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.paging import assert_older_then_newer_retraces
+
+    webhook = webhook_factory(agent=agent)
+    now = timezone.now()
+    for n in range(30):
+        delivery_factory(webhook=webhook, created_at=now - timedelta(minutes=n))
+    assert_older_then_newer_retraces(
+        owner_client,
+        "/webhooks/",
+        older_id="older-deliveries",
+        newer_id="newer-deliveries",
+        row_pattern=r'id="delivery-row-(dlv_\w+)"',
+    )
