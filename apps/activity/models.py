@@ -16,7 +16,9 @@ page is one index range scan at any depth.
 from typing import Any
 
 from django.db import models
+from django.db.models import F, Value
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
+from django.db.models.functions import Coalesce
 
 from apps.common.ids import id_factory
 
@@ -229,6 +231,26 @@ class Run(models.Model):
             ),
             models.Index(
                 fields=["agent", "error_code", "-created_at", "-id"], name="run_agent_error"
+            ),
+            # The Runs page sorted by tokens, credits or latency (selectors.RUN_SORTS; the
+            # expression must stay the one the sort orders by, or the index is not used).
+            models.Index(
+                F("agent"),
+                Coalesce(F("total_tokens"), Value(-1)).desc(),
+                F("id").desc(),
+                name="run_agent_tokens",
+            ),
+            models.Index(
+                F("agent"),
+                Coalesce(F("credits_charged"), Value(-1.0)).desc(),
+                F("id").desc(),
+                name="run_agent_credits",
+            ),
+            models.Index(
+                F("agent"),
+                Coalesce(F("total_turn_latency_ms"), Value(-1.0)).desc(),
+                F("id").desc(),
+                name="run_agent_latency",
             ),
         ]
         constraints = [

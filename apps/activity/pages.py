@@ -246,6 +246,27 @@ def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
 # --- Runs ----------------------------------------------------------------------------------------
 
 
+RUN_SORT_LABELS = (("", "Created", ""), ("tokens", "Tokens", "num"), ("credits", "Credits", "num"),
+                   ("latency", "Latency", "num"))  # fmt: skip
+
+
+def _sort_columns(current: str, descending: bool) -> dict[str, dict]:
+    """Each sortable header: the link's sort and direction (a click on the current column turns
+    it around), its arrow and its aria-sort."""
+    columns = {}
+    for key, label, css in RUN_SORT_LABELS:
+        active = key == current
+        columns[key or "created"] = {
+            "key": key,
+            "label": label,
+            "css": css,
+            "next_dir": "asc" if active and descending else "desc",
+            "arrow": ("↓" if descending else "↑") if active else "",
+            "aria": ("descending" if descending else "ascending") if active else "none",
+        }
+    return columns
+
+
 @console_view
 def run_list(request: ConsoleRequest) -> HttpResponse:
     picked_user, params, user_error = _user_filter(request)
@@ -254,9 +275,15 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
     )
     error = error or user_error
     runs = selectors.run_list(agent=request.agent, filters=filters)
-    page, page_error = _page(request, runs.select_related("user"), selectors.RUN_KEYSET)
+    sort = request.GET.get("sort", "")
+    descending = request.GET.get("dir") != "asc"
+    sorted_runs, keyset = selectors.run_list_sorted(
+        runs.select_related("user"), sort=sort, descending=descending
+    )
+    page, page_error = _page(request, sorted_runs, keyset)
     context = {
         "section": "runs",
+        "sort_columns": _sort_columns(sort if sort in selectors.RUN_SORTS else "", descending),
         "picked_user": picked_user,
         "count": bounded_count(runs),
         "page": page,

@@ -8,7 +8,8 @@ range scan: see the indexes in models.py.
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils.dateparse import parse_date, parse_datetime
 
 from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
@@ -212,6 +213,35 @@ def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
     if "created_before" in filters:
         queryset = queryset.filter(created_at__lt=filters["created_before"])
     return queryset
+
+
+# The console's sortable run columns: (column, the value a missing one sorts as). Missing values
+# sort below every real one, so they come last when the biggest come first. Each order has an
+# index on (agent, the same expression, id) in Run.Meta.
+RUN_SORTS: dict[str, tuple[str, int | float]] = {
+    "tokens": ("total_tokens", -1),
+    "credits": ("credits_charged", -1.0),
+    "latency": ("total_turn_latency_ms", -1.0),
+}
+
+
+def run_sort_expression(column: str, missing: int | float) -> Coalesce:
+    return Coalesce(F(column), Value(missing))
+
+
+def run_list_sorted(
+    queryset: QuerySet[Run], *, sort: str, descending: bool
+) -> tuple[QuerySet[Run], Keyset]:
+    """The runs in the console's chosen order, and the keyset that pages through it. An unknown
+    column is the default order (newest first)."""
+    if sort not in RUN_SORTS:
+        if descending:
+            return queryset, RUN_KEYSET
+        return queryset, Keyset("runs-created-asc", "created_at", descending=False)
+    column, missing = RUN_SORTS[sort]
+    direction = "desc" if descending else "asc"
+    keyset = Keyset(f"runs-{sort}-{direction}", "sort_value", descending=descending)
+    return queryset.annotate(sort_value=run_sort_expression(column, missing)), keyset
 
 
 def run_get(*, agent: Agent, run_id: str) -> Run:
