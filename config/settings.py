@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "apps.webhooks",
     "apps.usage",
     "apps.tools",
+    "oauth2_provider",
+    "apps.mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -207,6 +209,48 @@ MEDIA_URL = "/media/"
 # local server. Private, link-local and metadata addresses stay refused even when it is on.
 NETGUARD_ALLOW_LOOPBACK = env_bool("NETGUARD_ALLOW_LOOPBACK_FOR_TESTS", False)
 
+# --- The Agents MCP server and its OAuth authorization server (apps.mcp_server) -----------
+# django-oauth-toolkit does the OAuth 2.1 protocol: metadata (RFC 8414), dynamic client
+# registration (RFC 7591), authorization code with PKCE, refresh tokens, revocation, resource
+# indicators (RFC 8707). docs/mcp.md walks through it.
+MCP_ACCESS_TOKEN_SECONDS = env_int("MCP_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+# The resource-bound API token the MCP server mints from an access token for its /v1 calls.
+MCP_RESOURCE_TOKEN_SECONDS = env_int("MCP_RESOURCE_TOKEN_SECONDS", 300, minimum=30)
+# Named here because our models point at the toolkit's (migrations resolve the names).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
+OAUTH2_PROVIDER = {
+    "SCOPES_BACKEND_CLASS": "apps.mcp_server.oauth.AgentScopes",
+    "OAUTH2_VALIDATOR_CLASS": "apps.mcp_server.oauth.AgentGrantValidator",
+    "ACCESS_TOKEN_GENERATOR": "apps.mcp_server.oauth.access_token_generator",
+    "REFRESH_TOKEN_GENERATOR": "apps.mcp_server.oauth.refresh_token_generator",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": MCP_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": 30 * 24 * 3600,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 120,
+    "ROTATE_REFRESH_TOKEN": True,
+    "PKCE_REQUIRED": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Only the authorization code flow (with PKCE, S256) and refresh, as OAuth 2.1 and the MCP
+    # authorization specification ask; tokens are stored hashed (RFC 9700).
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # MCP clients register themselves (RFC 7591) without an account, as the MCP
+    # authorization specification expects; a client can do nothing until a member consents.
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Agent console MCP server",
+}
+
 # --- Tool servers (apps.tools) ----------------------------------------------------------
 # Auth headers of MCP tool servers are encrypted at rest with a Fernet key derived (HKDF) from
 # this value; empty derives it from SECRET_KEY. Set it to keep the headers readable when
@@ -315,6 +359,8 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
         # httpx2 logs every request URL at INFO; tool-server URLs may carry tokens in queries.
         "httpx2": {"level": "WARNING"},
+        # The MCP SDK logs a session manager's start and stop: each /mcp request has one.
+        "mcp.server.streamable_http_manager": {"level": "WARNING"},
     },
 }
 

@@ -7,6 +7,7 @@ from django.views.static import serve
 from apps.api.errors import error_response
 from apps.api.middleware import is_api_path
 from apps.common import errors
+from apps.mcp_server.urls import oauth_urlpatterns
 from apps.workspaces.console import navigation
 
 
@@ -29,6 +30,8 @@ urlpatterns = [
     path("webhooks/", include("apps.webhooks.urls")),
     path("", include("apps.usage.urls")),
     path("tools/", include("apps.tools.urls")),
+    path("", include("apps.mcp_server.urls")),
+    path("", include((oauth_urlpatterns, "oauth2_provider"))),
 ]
 
 if settings.DEBUG:

@@ -1,20 +1,23 @@
 """What authenticated a /v1 request: one small value every layer reads from `request.auth`.
 
-Two kinds today: a workspace API key (`api_key`) and a browser token (`browser_token`, minted
-by POST /v1/auth_tokens). Views say which kinds they serve in `credential_kinds`; the scope
-permission, throttling, the request log and /v1/connection read only this value, so a new kind
-is a new constructor here plus its verification.
+Three kinds: a workspace API key (`api_key`), a browser token (`browser_token`, minted by
+POST /v1/auth_tokens) and a resource token (`resource_token`, minted by the Agents MCP server
+from an OAuth grant; it serves wherever an API key does, with the grant's permissions). Views
+say which kinds they serve in `credential_kinds`; the scope permission, throttling, the request
+log and /v1/connection read only this value, so a new kind is a new constructor here plus its
+verification.
 """
 
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from apps.mcp_server.resource_tokens import ResourceToken
 from apps.workspaces.browser_tokens import BrowserToken
 from apps.workspaces.models import Agent, ApiKey
 from apps.workspaces.selectors import is_workspace_owner
 
-CredentialKind = Literal["api_key", "browser_token"]
+CredentialKind = Literal["api_key", "browser_token", "resource_token"]
 
 # A browser token reads its end user's own conversations and their messages, nothing else.
 BROWSER_TOKEN_SCOPES = frozenset({"conversations:read"})
@@ -23,13 +26,16 @@ BROWSER_TOKEN_SCOPES = frozenset({"conversations:read"})
 @dataclass(frozen=True)
 class Credential:
     kind: CredentialKind
-    # The key itself, or for a browser token the key that minted it.
+    # The key itself, for a browser token the key that minted it, for a resource token the
+    # connected application's grant key.
     key: ApiKey
     scopes: frozenset[str]
     # Safe to log and to count requests by: a key's prefix, a token's public id.
     public_id: str
     # Set for browser tokens only.
     token: BrowserToken | None = None
+    # Set for resource tokens only.
+    resource_token: ResourceToken | None = None
 
     @classmethod
     def for_api_key(cls, key: ApiKey) -> "Credential":
@@ -45,6 +51,22 @@ class Credential:
             token=token,
         )
 
+    @classmethod
+    def for_resource_token(cls, token: ResourceToken, grant_key: ApiKey) -> "Credential":
+        return cls(
+            kind="resource_token",
+            key=grant_key,
+            scopes=token.scopes & frozenset(grant_key.scopes),
+            public_id=token.public_id,
+            resource_token=token,
+        )
+
+    @property
+    def serves_as(self) -> str:
+        """The kind a view's `credential_kinds` is checked against: a resource token acts as
+        an API key of its grant's permissions."""
+        return "api_key" if self.kind == "resource_token" else self.kind
+
     @property
     def agent(self) -> Agent:
         return self.key.agent
@@ -55,16 +77,20 @@ class Credential:
 
     @property
     def expires_at(self) -> datetime | None:
+        if self.resource_token is not None:
+            return self.resource_token.expires_at
         return self.token.expires_at if self.token else self.key.expires_at
 
     @property
     def rate_limit_id(self) -> str:
-        # Keys keep their id as the counter's name; each browser token has its own window.
+        # Keys keep their id as the counter's name, and so does a connected application (its
+        # grant key), whatever tokens it mints; each browser token has its own window.
         return self.key.pk if self.token is None else self.public_id
 
     def is_owner(self) -> bool:
-        """Whether the credential acts for a workspace owner now (a browser token never does)."""
-        if self.kind != "api_key":
+        """Whether the credential acts for a workspace owner now (a browser token never does;
+        a resource token does when the member who consented is an owner now)."""
+        if self.serves_as != "api_key":
             return False
         return is_workspace_owner(
             user_id=self.key.created_by_id, workspace_id=self.agent.workspace_id

@@ -30,7 +30,7 @@ class HasScope(BasePermission):
             # answers 400 with Allow, whatever the credential.
             return True
         scope = required_scope(view, request)
-        if credential.kind not in getattr(view, "credential_kinds", ("api_key",)):
+        if credential.serves_as not in getattr(view, "credential_kinds", ("api_key",)):
             named = scope or "conversations:read"
             raise InsufficientScope(
                 named, WRONG_KIND_MESSAGES[credential.kind].replace("{scope}", named)

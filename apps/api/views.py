@@ -75,7 +75,9 @@ ConnectionOut = inline_serializer(
         "credential": inline_serializer(
             "ConnectionCredential",
             {
-                "kind": serializers.ChoiceField(choices=["api_key", "browser_token"]),
+                "kind": serializers.ChoiceField(
+                    choices=["api_key", "browser_token", "resource_token"]
+                ),
                 "id": serializers.CharField(),
                 "name": serializers.CharField(allow_null=True),
                 "prefix": serializers.CharField(),
@@ -101,7 +103,18 @@ ConnectionOut = inline_serializer(
 
 def credential_to_dict(credential: Credential) -> dict:
     """The credential part of /v1/connection: public identifiers only, never a secret."""
-    key, token = credential.key, credential.token
+    key, token, resource_token = credential.key, credential.token, credential.resource_token
+    if resource_token is not None:
+        return {
+            "kind": credential.kind,
+            "id": resource_token.public_id,
+            "name": key.name,
+            "prefix": resource_token.public_id,
+            "created_at": iso(resource_token.issued_at),
+            "last_used_at": None,
+            "expires_at": iso(resource_token.expires_at),
+            "user_id": None,
+        }
     if token is not None:
         return {
             "kind": credential.kind,
@@ -132,7 +145,8 @@ class ConnectionViewSet(AgentViewSet):
     @extend_schema(
         tags=["Connection"],
         summary="Describe the current credential",
-        description="The credential's kind (`api_key` or `browser_token`), public prefix, "
+        description="The credential's kind (`api_key`, `browser_token`, or `resource_token` "
+        "for the Agents MCP server's resource-bound tokens, an extension), public prefix, "
         "expiry, Agent, workspace, scopes and whether it acts for a workspace owner. Needs no "
         "scope; never exposes a secret. A browser token reports its end user in `user_id`.",
         responses={200: ConnectionOut},

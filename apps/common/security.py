@@ -26,10 +26,16 @@ _BASE_POLICY = {
 _EXEMPT_PREFIXES = ("/v1/", "/admin/")
 
 
-def content_security_policy(*, remote_images: bool = False) -> str:
+def content_security_policy(
+    *, remote_images: bool = False, form_targets: list[str] | None = None
+) -> str:
+    """The policy; `form_targets` are origins a form on the page may end up at (the OAuth
+    consent page redirects to the client's redirect URI after its POST)."""
     policy = dict(_BASE_POLICY)
     if remote_images:
         policy["img-src"] = "'self' data: https: http:"
+    if form_targets:
+        policy["form-action"] = " ".join(["'self'", *form_targets])
     return "; ".join(f"{name} {value}" for name, value in policy.items())
 
 

@@ -54,6 +54,7 @@ NAVIGATION = (
     ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
     ("Agents", "workspaces:agent_list", "agents", False),
     ("API keys", "workspaces:api_key_list", "api_keys", False),
+    ("Connected apps", "mcp_server:connected_app_list", "connected_apps", False),
 )
 
 

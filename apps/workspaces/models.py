@@ -143,6 +143,13 @@ class AgentRevision(models.Model):
 
 
 class ApiKey(models.Model):
+    class Kind(models.TextChoices):
+        # A key a member or an integration made; its secret authenticates /v1 requests.
+        KEY = "key", "API key"
+        # The grant of a connected application (apps.mcp_server): it has no usable secret and
+        # authenticates only through the short-lived resource tokens minted from it.
+        CONNECTED_APP = "connected_app", "Connected application"
+
     id = models.CharField(
         primary_key=True, max_length=40, default=id_factory("key"), editable=False
     )
@@ -153,6 +160,7 @@ class ApiKey(models.Model):
     # SHA-256 of the secret part. Secrets are 256-bit random, so a fast hash is enough.
     secret_hash = models.CharField(max_length=64)
     scopes = models.JSONField(default=list)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.KEY)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -49,7 +49,12 @@ def agent_revision_get(*, agent: Agent, revision_id: str) -> AgentRevision:
 
 
 def api_key_list(*, agent: Agent) -> QuerySet[ApiKey]:
-    return ApiKey.objects.filter(agent=agent).select_related("created_by").order_by("-created_at")
+    """The Agent's API keys; connected applications have their own list (apps.mcp_server)."""
+    return (
+        ApiKey.objects.filter(agent=agent, kind=ApiKey.Kind.KEY)
+        .select_related("created_by")
+        .order_by("-created_at")
+    )
 
 
 def is_workspace_owner(*, user_id: int | None, workspace_id: str) -> bool:

@@ -4,6 +4,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -252,6 +253,7 @@ def api_key_create(
     created_by=None,
     expires_at: datetime | None = None,
     parent: ApiKey | None = None,
+    kind: str = ApiKey.Kind.KEY,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its full secret, which is never retrievable again.
 
@@ -278,6 +280,7 @@ def api_key_create(
         created_by=created_by,
         expires_at=expires_at,
         parent=parent,
+        kind=kind,
     )
     return key, f"{settings.API_KEY_PREFIX}_{lookup_id}{secret}"
 
@@ -379,7 +382,7 @@ def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
     it (paused, failing over, unreachable) the change is rolled back and ServiceUnavailable says
     so: a cached copy would otherwise keep the key working for up to a minute.
     """
-    key = ApiKey.objects.filter(agent=agent, pk=key_id).first()
+    key = ApiKey.objects.filter(agent=agent, pk=key_id, kind=ApiKey.Kind.KEY).first()
     if key is None:
         raise NotFound("No such API key.")
     if (
@@ -392,9 +395,24 @@ def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
         )
     if key.revoked_at is not None:
         raise Conflict("This API key is already revoked.")
+    api_key_revoke_now(key)
+    return key
+
+
+def api_key_revoke_now(key: ApiKey, *, then: Callable[[], None] | None = None) -> None:
+    """Mark `key` revoked so that it answers 401 from the very next request, whoever checks
+    next; `then` runs inside the same transaction (a connected application also deletes its
+    OAuth tokens there). Who may revoke is the caller's check.
+
+    The cached copy of the key is deleted before the revocation commits. If Redis cannot delete
+    it (paused, failing over, unreachable) the change is rolled back and ServiceUnavailable says
+    so: a cached copy would otherwise keep the key working for up to a minute.
+    """
     with transaction.atomic():
         # Conditional update: two revocations racing leave one revoked_at.
         ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        if then is not None:
+            then()
         try:
             _drop_cached_key(key.lookup_id)
         except Exception as exc:
@@ -408,7 +426,6 @@ def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
     # may have put the active version back meanwhile.
     _forget_cached_key(key.lookup_id)
     key.refresh_from_db(fields=["revoked_at"])
-    return key
 
 
 # Authentication is on every API request, so the key row (with its Agent and workspace) is
@@ -518,7 +535,12 @@ def api_key_authenticate(*, raw_key: str) -> ApiKey:
     body = raw_key[len(prefix) :]
     lookup_id, secret = body[:LOOKUP_ID_LENGTH], body[LOOKUP_ID_LENGTH:]
     key = api_key_by_lookup_id(lookup_id)
-    if key is None or not hmac.compare_digest(key.secret_hash, _hash_secret(secret)):
+    if (
+        key is None
+        # A connected application's grant has no usable secret; refuse it all the same.
+        or key.kind != ApiKey.Kind.KEY
+        or not hmac.compare_digest(key.secret_hash, _hash_secret(secret))
+    ):
         raise Unauthorized("The API key is not valid.")
     api_key_usable_check(key)
     _touch_last_used(key)

@@ -1,0 +1,30 @@
+"""Reads for connected applications and the consent page."""
+
+from django.db.models import QuerySet
+
+from apps.mcp_server.models import ConnectedApplication
+from apps.workspaces.models import Agent
+from apps.workspaces.selectors import agent_list_for_user
+
+
+def connected_app_list(*, agent: Agent) -> QuerySet[ConnectedApplication]:
+    """The Agent's connected applications, live ones first, newest first within each."""
+    return (
+        ConnectedApplication.objects.filter(agent=agent)
+        .select_related("application", "user", "grant_key")
+        .order_by("revoked_at", "-created_at")
+    )
+
+
+def connected_app_get(*, agent: Agent, connection_id: str) -> ConnectedApplication | None:
+    return (
+        ConnectedApplication.objects.filter(agent=agent, pk=connection_id)
+        .select_related("application", "user", "grant_key")
+        .first()
+    )
+
+
+def consent_agent_choices(*, user) -> list[Agent]:
+    """The Agents a member may connect an application to: the active Agents of their
+    workspaces, grouped by workspace name."""
+    return list(agent_list_for_user(user=user))

@@ -1,0 +1,135 @@
+"""Writes for connected applications: consent, revocation, and the exchange of an OAuth access
+token for a resource-bound API token."""
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
+
+from apps.common.errors import BadRequest, InsufficientScope, NotFound, Unauthorized
+from apps.mcp_server.models import ConnectedApplication
+from apps.mcp_server.oauth import GRANTABLE_SCOPES, agent_scope, split_grant_scopes
+from apps.mcp_server.resource_tokens import resource_token_sign
+from apps.workspaces.models import Agent, ApiKey
+from apps.workspaces.selectors import agent_list_for_user, is_workspace_owner
+from apps.workspaces.services import api_key_create, api_key_grant_check, api_key_revoke_now
+
+# A connection records its use at most this often (the MCP server calls on every request).
+LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+
+def connected_app_grant(
+    *, user, application: Application, agent_id: str, scopes: list[str]
+) -> ConnectedApplication:
+    """Record a member's consent: `application` may act on the Agent with `scopes`. A live
+    grant of the same member, client and Agent is replaced (its tokens stop working)."""
+    agent = agent_list_for_user(user=user).filter(pk=agent_id).first()
+    if agent is None:
+        raise NotFound("Choose one of your workspaces' active Agents.")
+    unknown = sorted(set(scopes) - set(GRANTABLE_SCOPES))
+    if unknown:
+        raise BadRequest(f"These permissions cannot be granted here: {', '.join(unknown)}.")
+    if not scopes:
+        raise BadRequest("Choose at least one permission.")
+    api_key_grant_check(workspace_id=agent.workspace_id, user=user, scopes=scopes)
+    with transaction.atomic():
+        previous = ConnectedApplication.objects.filter(
+            user=user, application=application, agent=agent, revoked_at__isnull=True
+        ).first()
+        if previous is not None:
+            _revoke(previous)
+        grant_key, _unused_secret = api_key_create(
+            agent=agent,
+            name=(application.name or "MCP client")[:120],
+            scopes=scopes,
+            created_by=user,
+            kind=ApiKey.Kind.CONNECTED_APP,
+        )
+        return ConnectedApplication.objects.create(
+            agent=agent, application=application, user=user, grant_key=grant_key
+        )
+
+
+def connected_app_revoke(*, connection: ConnectedApplication, by_user) -> ConnectedApplication:
+    """End a grant: its OAuth tokens and every resource token minted from it stop at once.
+    Owners may revoke any grant of their Agents, members their own."""
+    if connection.user_id != by_user.pk and not is_workspace_owner(
+        user_id=by_user.pk, workspace_id=connection.agent.workspace_id
+    ):
+        raise InsufficientScope(
+            "mcp_servers:write", "Only owners can revoke an application someone else connected."
+        )
+    if connection.revoked_at is None:
+        _revoke(connection)
+        connection.refresh_from_db(fields=["revoked_at"])
+    return connection
+
+
+def _revoke(connection: ConnectedApplication) -> None:
+    def end_oauth_tokens() -> None:
+        now = timezone.now()
+        ConnectedApplication.objects.filter(pk=connection.pk, revoked_at__isnull=True).update(
+            revoked_at=now
+        )
+        scope = agent_scope(connection.agent_id)
+        mine = Q(user_id=connection.user_id, application_id=connection.application_id)
+        # `contains` narrows in SQL; the exact Agent is checked on the split scopes.
+        for model in (AccessToken, RefreshToken, Grant):
+            if model is RefreshToken:
+                candidates = RefreshToken.objects.filter(mine).select_related("access_token")
+                ids = [
+                    token.pk
+                    for token in candidates
+                    if token.access_token is None
+                    or split_grant_scopes(token.access_token.scope)[0] == connection.agent_id
+                ]
+                RefreshToken.objects.filter(pk__in=ids).delete()
+                continue
+            rows = model.objects.filter(mine, scope__contains=scope).values_list("pk", "scope")
+            ids = [pk for pk, text in rows if split_grant_scopes(text)[0] == connection.agent_id]
+            model.objects.filter(pk__in=ids).delete()
+
+    api_key_revoke_now(connection.grant_key, then=end_oauth_tokens)
+
+
+def resource_token_exchange(
+    *, access_token: AccessToken, audience: str
+) -> tuple[str, ConnectedApplication]:
+    """Exchange a valid OAuth access token for a resource-bound API token: bound to the grant's
+    Agent and permissions, to `audience`, and to minutes no later than the access token's
+    expiry. Unauthorized when the grant behind the token is gone."""
+    agent_id, permissions = split_grant_scopes(access_token.scope)
+    connection = (
+        ConnectedApplication.objects.filter(
+            user_id=access_token.user_id,
+            application_id=access_token.application_id,
+            agent_id=agent_id or "",
+            revoked_at__isnull=True,
+        )
+        .select_related("grant_key", "agent")
+        .first()
+    )
+    if connection is None or connection.agent.status != Agent.Status.ACTIVE:
+        raise Unauthorized("This authorization was revoked or its Agent archived; sign in again.")
+    raw, _token = resource_token_sign(
+        connection_id=connection.pk,
+        grant_key=connection.grant_key,
+        scopes=permissions,
+        audience=audience,
+        not_after=access_token.expires,
+    )
+    _touch_last_used(connection)
+    return raw, connection
+
+
+def _touch_last_used(connection: ConnectedApplication, now: datetime | None = None) -> None:
+    now = now or timezone.now()
+    if (
+        connection.last_used_at is not None
+        and now - connection.last_used_at < LAST_USED_GRANULARITY
+    ):
+        return
+    ConnectedApplication.objects.filter(pk=connection.pk).update(last_used_at=now)
+    connection.last_used_at = now

@@ -1,0 +1,58 @@
+"""Routes of the MCP server: `/mcp`, its protected-resource metadata, the OAuth authorization
+server (django-oauth-toolkit's views, our consent page) and the Connected applications pages.
+
+The toolkit reverses its own URL names (`oauth2_provider:token`, ...) when it builds the RFC 8414
+metadata, so its routes keep that namespace (`oauth_urlpatterns`); the rest are ours.
+"""
+
+from django.urls import path
+from oauth2_provider import views as oauth_views
+
+from apps.mcp_server import pages
+from apps.mcp_server.endpoint import mcp_endpoint
+from apps.mcp_server.oauth import GRANTABLE_SCOPES
+
+app_name = "mcp_server"
+
+
+class McpResourceMetadataView(oauth_views.OAuthProtectedResourceMetadataView):
+    """RFC 9728 metadata of `/mcp` (the path-component form); `resource` and the
+    authorization server come from the request, as the toolkit derives them."""
+
+    def get_scopes_supported(self):
+        return sorted(GRANTABLE_SCOPES)
+
+
+urlpatterns = [
+    path("mcp", mcp_endpoint, name="endpoint"),
+    path(
+        ".well-known/oauth-protected-resource/mcp",
+        McpResourceMetadataView.as_view(),
+        name="protected_resource_metadata",
+    ),
+    path("connected-apps/", pages.connected_app_list_page, name="connected_app_list"),
+    path(
+        "connected-apps/<str:connection_id>/revoke/",
+        pages.connected_app_revoke_page,
+        name="connected_app_revoke",
+    ),
+]
+
+oauth_urlpatterns = [
+    path(
+        ".well-known/oauth-authorization-server",
+        oauth_views.OAuthServerMetadataView.as_view(),
+        name="oauth-server-metadata",
+    ),
+    path("oauth/authorize/", pages.ConsentView.as_view(), name="authorize"),
+    path("oauth/token/", oauth_views.TokenView.as_view(), name="token"),
+    path("oauth/revoke_token/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path(
+        "oauth/register/", oauth_views.DynamicClientRegistrationView.as_view(), name="dcr-register"
+    ),
+    path(
+        "oauth/register/<str:client_id>/",
+        oauth_views.DynamicClientRegistrationManagementView.as_view(),
+        name="dcr-register-management",
+    ),
+]
