@@ -378,4 +378,8 @@ CELERY_BEAT_SCHEDULE = {
     "knowledge-embed-stalled": {"task": "knowledge.embed_stalled", "schedule": 300.0},
     # Daily rediscovery of tool servers is a due time per server (next_discovery_at).
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
+    "mcp-server-clear-expired-tokens": {
+        "task": "mcp_server.clear_expired_tokens",
+        "schedule": 3600.0,
+    },
 }

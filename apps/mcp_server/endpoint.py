@@ -40,6 +40,8 @@ _LOWLEVEL_SERVER = mcp.session_manager.app
 # cross-site page cannot use one it does not have.
 _TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 _MAX_BODY_BYTES = 1024 * 1024
+# No exchange holds a worker longer than this, whatever a client asks for.
+_MAX_SECONDS = 30
 
 
 def protected_resource_metadata_url(request: HttpRequest) -> str:
@@ -69,6 +71,12 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         )
     except Unauthorized as exc:
         return _challenge(request, {"error": "invalid_token", "error_description": exc.message})
+    if request.method != "POST":
+        # Stateless JSON mode sends nothing unasked, so there is no stream to open with GET
+        # (the spec's answer is 405) and no session to end with DELETE.
+        response = HttpResponse(status=405)
+        response["Allow"] = "POST"
+        return response
     call = McpCall(resource_token=raw_token, agent_id=connection.agent_id, outer_meta=request.META)
     return _serve(request, call)
 
@@ -135,8 +143,16 @@ async def _run_transport(
     )
     token = current_call.set(call)
     try:
-        async with manager.run():
-            await manager.handle_request(scope, receive, send)
+        with anyio.move_on_after(_MAX_SECONDS) as deadline:
+            async with manager.run():
+                await manager.handle_request(scope, receive, send)
     finally:
         current_call.reset(token)
+    if deadline.cancelled_caught and not chunks:
+        logger.warning("an /mcp exchange took over %s s and was cut off", _MAX_SECONDS)
+        return (
+            504,
+            [(b"content-type", b"application/json")],
+            [b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Request timed out"}}'],
+        )
     return status, headers, chunks

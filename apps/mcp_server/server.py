@@ -28,6 +28,8 @@ class McpCall:
 current_call: ContextVar[McpCall] = ContextVar("mcp_current_call")
 
 mcp = MCPServer(
+    # Nothing is pushed to clients (stateless HTTP), so no long-lived subscriptions/listen.
+    subscriptions=False,
     name="agent-console",
     title="Agent console",
     instructions=(

@@ -181,6 +181,18 @@ def test_refresh_rotates_and_the_old_refresh_token_is_spent(grant_for, owner, ag
         },
     )
     assert again.status_code == 400
+    # Reusing a spent refresh token is taken as theft: the whole family is revoked.
+    assert mcp_post(body["access_token"], "tools/list").status_code == 401
+
+
+def test_mcp_has_no_server_stream_to_open(grant_for, owner, agent):
+    grant = grant_for(owner, agent, ["runs:read"])
+    answer = Client().get(
+        "/mcp",
+        HTTP_AUTHORIZATION=f"Bearer {grant.access_token}",
+        HTTP_ACCEPT="text/event-stream",
+    )
+    assert answer.status_code == 405
 
 
 def test_the_client_can_revoke_its_own_token(grant_for, owner, agent):
@@ -287,3 +299,23 @@ def test_discovery_documents_describe_the_flow_mcp_clients_use():
     assert challenge["WWW-Authenticate"] == (
         'Bearer resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp"'
     )
+
+
+def test_no_request_can_hold_a_worker_open(grant_for, owner, agent):
+    """Nothing is pushed to clients, so a request for a lasting stream is answered at once."""
+    grant = grant_for(owner, agent, ["runs:read"])
+    answer = mcp_post(grant.access_token, "subscriptions/listen", {})
+    assert answer.status_code in (200, 400)
+    assert "error" in answer.json()
+
+
+def test_the_hourly_sweep_removes_expired_tokens(grant_for, owner, agent):
+    from apps.mcp_server.tasks import clear_expired_tokens
+
+    grant_for(owner, agent, ["runs:read"])
+    assert AccessToken.objects.filter(user=owner).exists()
+    with time_machine.travel(timezone.now() + timedelta(days=31)):
+        assert clear_expired_tokens() == "cleared"
+    assert not AccessToken.objects.filter(user=owner).exists()
+    # The grant itself stays until someone disconnects it.
+    assert ConnectedApplication.objects.filter(agent=agent, revoked_at__isnull=True).exists()
