@@ -11,8 +11,11 @@ from datetime import date
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-WIDTH, HEIGHT = 640, 200
-PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 48, 8, 10, 24
+# The plot's own coordinates; the SVG stretches to its box (CSS), so everything drawn in it is a
+# shape that may stretch. Axis labels are HTML beside and under it: text never stretches.
+WIDTH, HEIGHT = 640, 176
+PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 0, 0, 1, 0
+X_LABELS = 6
 STATUS_COLOURS = {
     "completed": "#12b76a",
     "failed": "#f04438",
@@ -41,47 +44,45 @@ def _number(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _x_label_positions(count: int) -> list[int]:
+    """At most X_LABELS day indexes, evenly spread from the first day to the last, so the
+    labels sit at the ends and evenly between them (the axis row spaces them the same way)."""
+    if count <= X_LABELS:
+        return list(range(count))
+    return [round(j * (count - 1) / (X_LABELS - 1)) for j in range(X_LABELS)]
+
+
 def _frame(top: float, label: str, days: Sequence[date], inner: Sequence[str]) -> SafeString:
-    plot_w = WIDTH - PAD_LEFT - PAD_RIGHT
     plot_h = HEIGHT - PAD_TOP - PAD_BOTTOM
     parts: list[str] = [
+        format_html('<figure class="chart-box" role="img" aria-label="{}">', label),
         format_html(
-            '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}" '
-            'preserveAspectRatio="none">',
-            WIDTH,
-            HEIGHT,
-            label,
-        )
+            '<div class="chart-y" aria-hidden="true"><span>{}</span><span>{}</span>'
+            "<span>0</span></div>",
+            _number(top),
+            _number(top / 2),
+        ),
+        format_html(
+            '<svg class="chart" viewBox="0 0 {} {}" preserveAspectRatio="none">', WIDTH, HEIGHT
+        ),
     ]
     for fraction in (0, 0.5, 1):
         y = PAD_TOP + plot_h * (1 - fraction)
         parts.append(
             format_html(
-                '<line class="grid-line" x1="{}" x2="{}" y1="{}" y2="{}"></line>'
-                '<text class="axis" x="{}" y="{}" text-anchor="end">{}</text>',
-                PAD_LEFT,
-                WIDTH - PAD_RIGHT,
+                '<line class="grid-line" x1="0" x2="{}" y1="{}" y2="{}"></line>',
+                WIDTH,
                 f"{y:.1f}",
                 f"{y:.1f}",
-                PAD_LEFT - 6,
-                f"{y + 4:.1f}",
-                _number(top * fraction),
             )
         )
-    step = max(1, len(days) // 6)
-    slot = plot_w / max(len(days), 1)
-    for i, day in enumerate(days):
-        if i % step == 0:
-            parts.append(
-                format_html(
-                    '<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>',
-                    f"{PAD_LEFT + slot * (i + 0.5):.1f}",
-                    HEIGHT - 6,
-                    day.strftime("%b %d"),
-                )
-            )
     parts.extend(inner)
-    parts.append(mark_safe("</svg>"))
+    parts.append(mark_safe('</svg><div class="chart-x" aria-hidden="true">'))
+    # A range over a year shows the year too, so two Januaries are not confused.
+    pattern = "%b %d" if len(days) <= 180 else "%b %d, %Y"
+    for i in _x_label_positions(len(days)):
+        parts.append(format_html("<span>{}</span>", days[i].strftime(pattern)))
+    parts.append(mark_safe("</div></figure>"))
     return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
 
 
@@ -162,11 +163,16 @@ def lines(
             x = PAD_LEFT + slot * (i + 0.5)
             y = PAD_TOP + plot_h * (1 - value / top)
             coordinates.append(f"{x:.1f},{y:.1f}")
+            # A zero-length round-capped segment with a non-scaling stroke: a dot that stays
+            # round however the plot stretches (a circle would turn into an ellipse).
             inner.append(
                 format_html(
-                    '<circle class="{}" cx="{}" cy="{}" r="3"><title>{}: {} {} {}</title></circle>',
+                    '<line class="{} dot" x1="{}" x2="{}" y1="{}" y2="{}"><title>{}: {} {} {}'
+                    "</title></line>",
                     css,
                     f"{x:.1f}",
+                    f"{x:.1f}",
+                    f"{y:.1f}",
                     f"{y:.1f}",
                     day.isoformat(),
                     name,

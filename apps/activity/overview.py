@@ -1,8 +1,9 @@
 """The Overview's numbers: runs, tokens, credits, latency, tools and users per day, in SQL.
 
-Every query reads one Agent's runs in a date range through the (agent, -created_at, -id)
-index. Percentiles use PostgreSQL's `percentile_cont`; on the SQLite embedded default they are
-computed in Python over the range's latencies.
+Every query reads one Agent's runs in a date range (a preset of the last 7, 30 or 90 days, or
+any range of up to 366 days) through the (agent, -created_at, -id) index, narrowed by the
+optional model, user and status filters. Percentiles use PostgreSQL's `percentile_cont`; on the
+SQLite embedded default they are computed in Python over the range's latencies.
 """
 
 from collections import defaultdict
@@ -19,6 +20,68 @@ from apps.workspaces.models import Agent
 
 PERIODS = (7, 30, 90)
 DEFAULT_PERIOD = 30
+MAX_RANGE_DAYS = 366
+
+
+@dataclass(frozen=True)
+class OverviewScope:
+    """What the Overview shows: the days from `first_day` to `last_day` (both included, UTC)
+    and the runs' filters (`model_id`, `user_id`, `status`; empty ones are left out)."""
+
+    first_day: date
+    last_day: date
+    model_id: str = ""
+    user_id: str = ""
+    status: str = ""
+
+    @classmethod
+    def last_days(cls, days: int, **filters) -> "OverviewScope":
+        today = timezone.now().date()
+        return cls(first_day=today - timedelta(days=days - 1), last_day=today, **filters)
+
+    @property
+    def days(self) -> int:
+        return (self.last_day - self.first_day).days + 1
+
+    @property
+    def since(self) -> datetime:
+        return datetime(*self.first_day.timetuple()[:3], tzinfo=UTC)
+
+    @property
+    def until(self) -> datetime:
+        return self.since + timedelta(days=self.days)
+
+    def previous(self) -> "OverviewScope":
+        """The period of equal length just before, with the same filters."""
+        return OverviewScope(
+            first_day=self.first_day - timedelta(days=self.days),
+            last_day=self.first_day - timedelta(days=1),
+            model_id=self.model_id,
+            user_id=self.user_id,
+            status=self.status,
+        )
+
+    def runs(self, agent_id: str):
+        runs = Run.objects.filter(agent_id=agent_id, created_at__gte=self.since)
+        runs = runs.filter(created_at__lt=self.until)
+        for name in ("model_id", "user_id", "status"):
+            value = getattr(self, name)
+            if value:
+                runs = runs.filter(**{name: value})
+        return runs
+
+    def sql_conditions(self, agent_id: str) -> tuple[str, list]:
+        """The same conditions as `runs()` for the hand-written queries below."""
+        clauses = ["agent_id = %s", "created_at >= %s", "created_at < %s"]
+        params: list = [agent_id, self.since, self.until]
+        for name in ("model_id", "user_id", "status"):  # column names: constants, not input
+            value = getattr(self, name)
+            if value:
+                clauses.append(f"{name} = %s")
+                params.append(value)
+        return " AND ".join(clauses), params
+
+
 STATUS_ORDER = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.ABORTED, RunStatus.STREAMING)
 
 
@@ -31,6 +94,7 @@ class Overview:
     p50: list[float | None]
     p95: list[float | None]
     active_users: list[int]
+    conversations: list[int]
     totals: dict = field(default_factory=dict)
     top_tools: list[tuple[str, int]] = field(default_factory=list)
     failing_tools: list[tuple[str, int]] = field(default_factory=list)
@@ -39,6 +103,50 @@ class Overview:
     changes: dict = field(default_factory=dict)
     # (model, runs, credits), most credits first.
     credits_by_model: list[tuple[str, int, float]] = field(default_factory=list)
+
+
+def overview_scope_parse(
+    params: dict[str, str], *, user_id: str = ""
+) -> tuple[OverviewScope, int | None, str | None]:
+    """(the scope, the preset it is or None for a custom range, a message for bad input).
+
+    `from`/`to` (YYYY-MM-DD, both included) give a custom range of up to MAX_RANGE_DAYS; `from`
+    alone runs to today, `to` alone starts DEFAULT_PERIOD days earlier. Otherwise `days` picks
+    a preset. Bad input falls back to the default preset with the message, so the page still
+    shows something true.
+    """
+    filters = {
+        "model_id": params.get("model_id", "")[:200],
+        "user_id": user_id,
+        "status": params.get("status", "") if params.get("status") in RunStatus.values else "",
+    }
+    raw_from, raw_to = params.get("from", ""), params.get("to", "")
+    if raw_from or raw_to:
+        today = timezone.now().date()
+        try:
+            last = date.fromisoformat(raw_to) if raw_to else today
+            first = (
+                date.fromisoformat(raw_from)
+                if raw_from
+                else last - timedelta(days=DEFAULT_PERIOD - 1)
+            )
+        except ValueError:
+            error = "Dates are written YYYY-MM-DD."
+        else:
+            if first > last:
+                error = "The start of the range is after its end."
+            elif (last - first).days + 1 > MAX_RANGE_DAYS:
+                error = f"A range covers at most {MAX_RANGE_DAYS} days."
+            else:
+                return OverviewScope(first_day=first, last_day=last, **filters), None, None
+        return OverviewScope.last_days(DEFAULT_PERIOD, **filters), DEFAULT_PERIOD, error
+    try:
+        days = int(params.get("days", DEFAULT_PERIOD))
+    except ValueError:
+        days = DEFAULT_PERIOD
+    if days not in PERIODS:
+        days = DEFAULT_PERIOD
+    return OverviewScope.last_days(days, **filters), days, None
 
 
 # Whether a rise is good news (coloured green), bad news (red) or neither (no colour).
@@ -92,19 +200,20 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _latency_percentiles(runs, since: datetime) -> tuple[dict, tuple]:
+def _latency_percentiles(runs, scope: OverviewScope) -> tuple[dict, tuple]:
     """({day: (p50, p95)}, (p50, p95) over the whole range)."""
     if connection.vendor == "postgresql":
+        where, params = scope.sql_conditions(runs.agent_id)
         sql = (
-            "SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AS day, "
+            "SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AS day, "  # noqa: S608
             "percentile_cont(0.5) WITHIN GROUP (ORDER BY total_turn_latency_ms), "
             "percentile_cont(0.95) WITHIN GROUP (ORDER BY total_turn_latency_ms) "
-            "FROM activity_run WHERE agent_id = %s AND created_at >= %s "
+            f"FROM activity_run WHERE {where} "
             "AND total_turn_latency_ms IS NOT NULL GROUP BY ROLLUP (1)"
         )
         per_day, overall = {}, (None, None)
         with connection.cursor() as cursor:
-            cursor.execute(sql, [runs.agent_id, since])
+            cursor.execute(sql, params)
             for day, p50, p95 in cursor.fetchall():
                 if day is None:
                     overall = (p50, p95)
@@ -136,15 +245,16 @@ _TOOL_SQL = {
 }
 
 
-def _tool_counts(agent_id: str, since: datetime, column: str) -> list[tuple[str, int]]:
+def _tool_counts(agent_id: str, scope: OverviewScope, column: str) -> list[tuple[str, int]]:
     source = _TOOL_SQL[(connection.vendor, column)]
+    where, params = scope.sql_conditions(agent_id)
     sql = (
         "SELECT tool.value, count(*) FROM activity_run, "  # noqa: S608 - constant fragments
         + source
-        + " WHERE agent_id = %s AND created_at >= %s GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 8"
+        + f" WHERE {where} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 8"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [agent_id, since])
+        cursor.execute(sql, params)
         return [(name, count) for name, count in cursor.fetchall()]
 
 
@@ -154,11 +264,13 @@ class _Runs:
     queryset: object
 
 
-def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
-    today = timezone.now().date()
-    first_day = today - timedelta(days=days - 1)
-    since = datetime(first_day.year, first_day.month, first_day.day, tzinfo=UTC)
-    runs = Run.objects.filter(agent=agent, created_at__gte=since)
+def overview_get(
+    *, agent: Agent, days: int = DEFAULT_PERIOD, scope: OverviewScope | None = None
+) -> Overview:
+    """The Overview of `scope`, or of the last `days` days without filters."""
+    scope = scope or OverviewScope.last_days(days)
+    days, first_day = scope.days, scope.first_day
+    runs = scope.runs(agent.pk)
     day_list = [first_day + timedelta(days=i) for i in range(days)]
     index = {day: i for i, day in enumerate(day_list)}
 
@@ -174,7 +286,7 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
         if position is not None:
             by_status[row["status"]][position] = row["n"]
 
-    tokens, credits, active = [0] * days, [0.0] * days, [0] * days
+    tokens, credits, active, talks = [0] * days, [0.0] * days, [0] * days, [0] * days
     per_day_totals = (
         runs.annotate(day=TruncDay("created_at"))
         .values("day")
@@ -182,6 +294,7 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
             tokens=Sum("total_tokens"),
             credits=Sum("credits_charged"),
             users=Count("user_id", distinct=True),
+            conversations=Count("conversation_id", distinct=True),
         )
         .order_by()
     )
@@ -191,17 +304,14 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
             tokens[position] = total["tokens"] or 0
             credits[position] = round(total["credits"] or 0.0, 2)
             active[position] = total["users"]
+            talks[position] = total["conversations"]
 
-    per_day, (p50_all, p95_all) = _latency_percentiles(_Runs(agent.pk, runs), since)
+    per_day, (p50_all, p95_all) = _latency_percentiles(_Runs(agent.pk, runs), scope)
     p50 = [per_day.get(day, (None, None))[0] for day in day_list]
     p95 = [per_day.get(day, (None, None))[1] for day in day_list]
 
     totals = _headline(runs)
-    previous = _headline(
-        Run.objects.filter(
-            agent=agent, created_at__gte=since - timedelta(days=days), created_at__lt=since
-        )
-    )
+    previous = _headline(scope.previous().runs(agent.pk))
     changes = {
         name: change_between(totals[name], previous[name], rise_means=meaning)
         for name, meaning in RISE_MEANS.items()
@@ -216,9 +326,10 @@ def overview_get(*, agent: Agent, days: int = DEFAULT_PERIOD) -> Overview:
         p50=p50,
         p95=p95,
         active_users=active,
+        conversations=talks,
         totals=totals,
-        top_tools=_tool_counts(agent.pk, since, "tool_names"),
-        failing_tools=_tool_counts(agent.pk, since, "failed_tool_names"),
+        top_tools=_tool_counts(agent.pk, scope, "tool_names"),
+        failing_tools=_tool_counts(agent.pk, scope, "failed_tool_names"),
         previous=previous,
         changes=changes,
         credits_by_model=_credits_by_model(runs),

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.db.models import Model, QuerySet
@@ -18,7 +19,7 @@ from django.views.decorators.http import require_GET
 
 from apps.activity import charts, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
-from apps.activity.overview import DEFAULT_PERIOD, PERIODS, STATUS_ORDER, overview_get
+from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
 from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
 from apps.activity.transcript import initials_of, message_view, runs_by_turn, safe_url, turn_usage
 from apps.common.errors import BadRequest
@@ -104,18 +105,23 @@ def _filters(
 
 @console_view
 def overview(request: ConsoleRequest) -> HttpResponse:
-    try:
-        days = int(request.GET.get("days", DEFAULT_PERIOD))
-    except ValueError:
-        days = DEFAULT_PERIOD
-    if days not in PERIODS:
-        days = DEFAULT_PERIOD
-    data = overview_get(agent=request.agent, days=days)
+    picked_user, params, user_error = _user_filter(request)
+    scope, preset, error = overview_scope_parse(params, user_id=params.get("user_id", ""))
+    data = overview_get(agent=request.agent, scope=scope)
     statuses = [status.value for status in STATUS_ORDER]
+    # The preset links keep the filters; the custom range form keeps them as inputs.
+    kept = {name: params[name] for name in ("model_id", "status", "user_id") if params.get(name)}
     context = {
         "section": "overview",
-        "days": days,
-        "periods": PERIODS,
+        "scope": scope,
+        "days": scope.days,
+        "preset": preset,
+        "periods": [(days, urlencode({**kept, "days": days})) for days in PERIODS],
+        "filtering": bool(kept),
+        "picked_user": picked_user,
+        "statuses": statuses,
+        "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
+        "error": error or user_error,
         "data": data,
         "runs_chart": charts.stacked_bars(data.days, data.runs_by_status, "Runs per day by status"),
         "status_legend": charts.legend(statuses),
@@ -125,6 +131,9 @@ def overview(request: ConsoleRequest) -> HttpResponse:
             data.days, {"p50": data.p50, "p95": data.p95}, "Turn latency p50 and p95", "ms"
         ),
         "users_chart": charts.bars(data.days, data.active_users, "Active users per day", "users"),
+        "conversations_chart": charts.bars(
+            data.days, data.conversations, "Conversations with runs per day", "conversations"
+        ),
         "tool_max": max((count for _, count in data.top_tools), default=1),
         "failing_max": max((count for _, count in data.failing_tools), default=1),
         "credits_max": max((credits for _, _, credits in data.credits_by_model), default=0),

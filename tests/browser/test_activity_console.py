@@ -38,6 +38,42 @@ def test_overview_period_selector_swaps_the_charts(console_page, seeded):
     expect(page).to_have_url(re.compile(r"days=7"))
 
 
+def _axis_labels_readable(page) -> None:
+    """Every x-axis label is at least 10 px text and no two of a chart overlap."""
+    boxes = page.evaluate(
+        """() => [...document.querySelectorAll('.chart-x')].map(row =>
+            [...row.children].map(label => {
+                const box = label.getBoundingClientRect();
+                return [box.left, box.right, parseFloat(getComputedStyle(label).fontSize)];
+            }))"""
+    )
+    assert boxes
+    for row in boxes:
+        assert all(size >= 10 for _left, _right, size in row)
+        for (_l1, right, _s1), (left, _r2, _s2) in zip(row, row[1:], strict=False):
+            assert right <= left, row
+
+
+def test_overview_custom_range_and_filters_with_readable_axes(console_page, seeded):
+    page = console_page
+    page.goto(f"{page.live_server_url}/overview/?days=90")
+    _axis_labels_readable(page)
+    page.select_option("#overview-filters select[name=status]", "failed")
+    expect(page.locator("#overview-scope")).to_contain_text("status failed")
+    expect(page).to_have_url(re.compile(r"status=failed"))
+    page.fill("#overview-filters input[name=from]", "2026-01-01")
+    page.fill("#overview-filters input[name=to]", "2026-03-31")
+    page.click("#overview-filters button[type=submit]")
+    expect(page.locator("#overview-scope")).to_contain_text("Jan 1, 2026 – Mar 31, 2026 (90 days)")
+    expect(page.locator('#overview-charts[data-days="90"]')).to_be_attached()
+    _axis_labels_readable(page)
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{page.live_server_url}/overview/?days=30")
+    _axis_labels_readable(page)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
 def test_conversation_filter_then_open_one_and_expand_a_tool_call(console_page, seeded):
     page = console_page
     page.goto(f"{page.live_server_url}/conversations/")
