@@ -187,3 +187,22 @@ def test_counting_a_request_is_one_redis_round_trip(make_api, settings):
         about_the_window = [c for c in sent if window_key in c]
         assert len(about_the_window) == 1, sent
         assert about_the_window[0].startswith("EVALSHA "), about_the_window
+
+
+def test_the_openapi_document_declares_the_headers_on_every_counted_answer(client):
+    document = client.get("/v1/openapi.json").json()
+    operations = [
+        (f"{method.upper()} {path}", op)
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+        if method in {"get", "post", "patch", "put", "delete"}
+    ]
+    assert operations
+    for where, op in operations:
+        for status, response in op["responses"].items():
+            headers = response.get("headers", {})
+            if status == "401":
+                assert "RateLimit" not in headers, where
+            else:
+                assert {"RateLimit", "RateLimit-Policy"} <= set(headers), f"{where} {status}"
+        assert "Retry-After" in op["responses"]["429"]["headers"], where
