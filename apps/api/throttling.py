@@ -72,29 +72,27 @@ class _Store(Protocol):
 
 # KEYS[1]: the window, a list of timestamps newest first. ARGV: now, limit, window seconds.
 # Returns {counted (0/1), requests in the window, the timestamp that frees the next request}.
-# Timestamps go back as strings: a Lua number returned to Redis is truncated to an integer.
+# Requests that left the window are dropped from the tail first, so every step is O(1) however
+# high the limit (each entry is dropped once). Timestamps go back as strings: a Lua number
+# returned to Redis is truncated to an integer.
 _HIT_SCRIPT = """
 local key = KEYS[1]
 local now, limit, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local since = now - window
-local last = redis.call('LINDEX', key, limit - 1)
-if last and tonumber(last) > since then
-    return {0, limit, last}
+while true do
+    local tail = redis.call('LINDEX', key, -1)
+    if not tail or tonumber(tail) > since then
+        break
+    end
+    redis.call('RPOP', key)
+end
+local count = redis.call('LLEN', key)
+if count >= limit then
+    return {0, count, redis.call('LINDEX', key, limit - 1)}
 end
 redis.call('LPUSH', key, ARGV[1])
-redis.call('LTRIM', key, 0, limit - 1)
 redis.call('EXPIRE', key, window)
-local low, high, count = 0, redis.call('LLEN', key) - 1, 0
-while low <= high do
-    local mid = math.floor((low + high) / 2)
-    if tonumber(redis.call('LINDEX', key, mid)) > since then
-        count = mid + 1
-        low = mid + 1
-    else
-        high = mid - 1
-    end
-end
-return {1, count, redis.call('LINDEX', key, count - 1)}
+return {1, count + 1, redis.call('LINDEX', key, -1)}
 """
 
 

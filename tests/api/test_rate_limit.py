@@ -92,6 +92,23 @@ def test_refused_requests_are_not_counted(make_api, settings, store, time_machin
     assert [client.get("/v1/connection").status for _ in range(3)] == [200, 200, 429]
 
 
+def test_windows_counted_by_the_limits_library_carry_over_a_deploy(make_api, settings):
+    """The key and list layout are those of `limits`' moving window, used before."""
+    if not settings.REDIS_URL:
+        pytest.skip("needs Redis (REDIS_URL)")
+    from limits import parse
+    from limits.storage import storage_from_string
+    from limits.strategies import MovingWindowRateLimiter
+
+    settings.RATE_LIMIT_STORAGE_URL = settings.REDIS_URL
+    settings.API_RATE_LIMIT = "5/minute"
+    client = make_api(["users:read"])
+    before = MovingWindowRateLimiter(storage_from_string(settings.REDIS_URL))
+    for _ in range(3):
+        assert before.hit(parse("5/minute"), "api-key", client.key.pk)
+    assert counted(client.get("/v1/connection"))[0] == 1
+
+
 def test_scope_refusals_and_other_agents_ids_are_counted_and_carry_the_headers(
     make_api, settings, store, other_agent
 ):
