@@ -6,9 +6,10 @@ reported on every counted response with the fields of the IETF draft
     RateLimit: "default";r=599;t=42
 
 The window is a moving one: a request is refused when `q` requests were counted in the `w`
-seconds before it (a request counted at `T` leaves the window at exactly `T + w`). `r` is what is left after this request and `t` the whole seconds until the oldest
-counted request leaves the window, i.e. until one more request is available; on a 429 (`r=0`)
-that is exactly `Retry-After`.
+seconds before it (a request counted at `T` leaves the window at exactly `T + w`). `r` is what
+is left after this request and `t` the whole seconds until the oldest counted request leaves
+the window, i.e. until one more request is available; on a 429 (`r=0`) that is exactly
+`Retry-After`.
 
 One request costs one Redis round trip: a Lua script (registered once, then called by its SHA)
 counts the request and answers everything the headers and `Retry-After` need. It keeps the
@@ -163,11 +164,11 @@ def _rate(text: str) -> RateLimitItem:
     return parse(text)
 
 
-def rate_window_hit(*, identifier: str, now: float | None = None) -> WindowState | None:
+def rate_window_hit(*, identifier: str) -> WindowState | None:
     """Count one request of `identifier` against `API_RATE_LIMIT`; None if the store is down."""
     rate = _rate(settings.API_RATE_LIMIT)
     limit, window = rate.amount, rate.get_expiry()
-    now = time.time() if now is None else now
+    now = time.time()
     key = rate.key_for("api-key", identifier)
     try:
         counted, count, oldest = _store(settings.RATE_LIMIT_STORAGE_URL).hit(
