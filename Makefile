@@ -7,6 +7,8 @@ export UV_LINK_MODE ?= copy
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/agent_console
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
 PYTEST_ARGS ?=
+# make bench BENCH_ARGS="--runs 100000 --seconds 5" for a quick check (default: 1,000,000 runs).
+BENCH_ARGS ?=
 
 .PHONY: run test install os-packages test-postgres test-sqlite-smoke lint services bench
 
@@ -44,4 +46,4 @@ test-sqlite-smoke:
 		$(UV) run pytest -m smoke $(PYTEST_ARGS)
 
 bench: install
-	$(UV) run python benchmarks/api_lists.py
+	$(UV) run python benchmarks/api_lists.py $(BENCH_ARGS)

@@ -1,20 +1,28 @@
-"""Benchmark GET /v1/runs: the first page and a deep cursor, over N runs (default 1,000,000).
+"""Benchmark GET /v1/runs side by side with the stock DRF build, over N runs (default 1,000,000).
 
-    uv run python benchmarks/api_lists.py [--runs 1000000] [--seconds 15] [--connections 16]
+    uv run python benchmarks/api_lists.py [--runs 1000000] [--rounds 3] [--seconds 15]
+        [--connections 16] [--no-baseline]          (or: make bench BENCH_ARGS="--runs 100000")
 
 Fills a dedicated PostgreSQL database (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/agent_console_bench) with one Agent's runs using
-generate_series (seconds, not minutes), starts gunicorn with 2 workers x 4 threads (the setup
-of DESIGN.md's stock-DRF figures: LimitOffset 40 req/s, CursorPagination ~330 req/s), and
-loads it with wrk (16 connections) or, without wrk, a threaded Python loop. Authentication,
-scopes and rate limiting stay on (the limit is raised so it never refuses).
-"""
+generate_series (seconds, not minutes), then serves it twice with the same gunicorn settings
+(2 workers x 4 threads, the setup of DESIGN.md's stock-DRF figures): ours, with Bearer key
+authentication, scopes and the Redis rate limiter on (the limit is raised so it never refuses),
+and the stock DRF build of benchmarks/stock_drf_settings.py (ModelViewSet, ModelSerializer,
+CursorPagination, no authentication). Three cases — the first page of 20, a page of 20 at a
+cursor in the middle, a page of 100 — are loaded with wrk (16 connections; without wrk, a
+threaded Python loop) in interleaved rounds: for each case, ours then stock, then the next
+case, and the whole again `--rounds` times, so a neighbour's burst of load hits both builds
+alike. Prints every measurement, then per case the median req/s of each build, their ratio,
+the range of the paired per-round ratios, p99 latency, and the machine's load average before
+and during the run."""
 
 import argparse
 import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -100,13 +108,20 @@ def wait_until_up(url: str, headers: dict, timeout: float = 30) -> None:
     raise SystemExit("gunicorn did not come up")
 
 
-def load_with_wrk(url: str, key: str, seconds: int, connections: int) -> float:
+def _milliseconds(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()
+    return float(number) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[unit]
+
+
+def load_with_wrk(url: str, key: str, seconds: int, connections: int) -> tuple[float, float]:
+    """(requests per second, p99 latency in ms)."""
     output = subprocess.run(
         [
             "wrk",
             "-t2",
             f"-c{connections}",
             f"-d{seconds}s",
+            "--latency",
             "-H",
             f"Authorization: Bearer {key}",
             url,
@@ -118,42 +133,56 @@ def load_with_wrk(url: str, key: str, seconds: int, connections: int) -> float:
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     if non_2xx:
         raise SystemExit(f"{non_2xx.group(1)} failed responses:\n{output}")
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    p99 = _milliseconds(re.search(r"^\s+99%\s+(\S+)", output, re.MULTILINE).group(1))
+    return rate, p99
 
 
-def load_with_python(url: str, key: str, seconds: int, connections: int) -> float:
+def load_with_python(url: str, key: str, seconds: int, connections: int) -> tuple[float, float]:
     import http.client
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
     deadline = time.monotonic() + seconds
-    counts = [0] * connections
+    latencies: list[list[float]] = [[] for _ in range(connections)]
 
     def loop(index: int) -> None:
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         while time.monotonic() < deadline:
+            started = time.perf_counter()
             connection.request("GET", path, headers={"Authorization": f"Bearer {key}"})
             response = connection.getresponse()
             response.read()
             if response.status != 200:
                 raise SystemExit(f"status {response.status}")
-            counts[index] += 1
+            latencies[index].append((time.perf_counter() - started) * 1000)
 
     threads = [threading.Thread(target=loop, args=(i,)) for i in range(connections)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return sum(counts) / seconds
+    every = sorted(sum(latencies, []))
+    return len(every) / seconds, every[int(len(every) * 0.99) - 1] if every else 0.0
+
+
+CASES = ("first page of 20", "deep cursor (middle)", "page of 100")
+BUILDS = ("ours", "stock")
+BUILD_LABELS = {
+    "ours": "ours (key auth, scopes, rate limit)",
+    "stock": "stock DRF (ModelViewSet, CursorPagination, no auth)",
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=15)
+    parser.add_argument("--warmup", type=int, default=3, help="seconds of load before each")
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=8765, help="ours; stock gets the next one")
     parser.add_argument(
         "--no-baseline",
         action="store_true",
@@ -161,6 +190,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    load_before = os.getloadavg()
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
     ensure_database(database_url)
     env = {
@@ -176,22 +206,85 @@ def main() -> None:
     os.environ.update(env)
     key, deep_cursor = prepare(args.runs)
 
-    ours = {
-        "first page": "?limit=20",
-        "deep cursor (middle)": f"?limit=20&after={deep_cursor}",
+    first, deep, hundred = CASES
+    targets = {
+        "ours": {first: "?limit=20", deep: f"?limit=20&after={deep_cursor}", hundred: "?limit=100"},
+        "stock": {first: "", deep: f"?cursor={stock_cursor(args.runs)}", hundred: "?page_size=100"},
     }
+    builds = BUILDS[:1] if args.no_baseline else BUILDS
+    settings_modules = {"ours": "config.settings", "stock": "benchmarks.stock_drf_settings"}
+    ports = {"ours": args.port, "stock": args.port + 1}
+    tool = "wrk" if shutil.which("wrk") else "python loop (install wrk for real figures)"
+    load = load_with_wrk if shutil.which("wrk") else load_with_python
     print(
-        f"GET /v1/runs over {args.runs:,} runs, gunicorn 2 workers x 4 threads, "
-        f"{'wrk' if shutil.which('wrk') else 'python loop'}, {args.connections} connections"
+        f"GET /v1/runs over {args.runs:,} runs, gunicorn 2 workers x 4 threads each, {tool}, "
+        f"{args.connections} connections, {args.rounds} interleaved rounds of "
+        f"{args.warmup} s warm-up + {args.seconds} s, {os.cpu_count()} CPUs"
     )
-    serve_and_load("ours (key auth, scopes, rate limit)", env, ours, key, args)
-    if not args.no_baseline:
-        stock = {
-            "first page": "",
-            "deep cursor (middle)": f"?cursor={stock_cursor(args.runs)}",
-        }
-        stock_env = {**env, "DJANGO_SETTINGS_MODULE": "benchmarks.stock_drf_settings"}
-        serve_and_load("stock DRF CursorPagination", stock_env, stock, key, args)
+    print(f"load average before: {' / '.join(f'{v:.2f}' for v in load_before)} (1/5/15 min)")
+    servers = {}
+    results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    loads: list[float] = []
+    try:
+        for build in builds:
+            servers[build] = start_server(
+                {**env, "DJANGO_SETTINGS_MODULE": settings_modules[build]}, ports[build]
+            )
+        for build in builds:
+            base = f"http://127.0.0.1:{ports[build]}/v1/runs"
+            wait_until_up(base + targets[build][CASES[0]], {"Authorization": f"Bearer {key}"})
+        for round_number in range(1, args.rounds + 1):
+            for case in CASES:
+                for build in builds:
+                    url = f"http://127.0.0.1:{ports[build]}/v1/runs{targets[build][case]}"
+                    load(url, key, args.warmup, args.connections)  # warm up every thread
+                    rate, p99 = load(url, key, args.seconds, args.connections)
+                    loads.append(os.getloadavg()[0])
+                    results.setdefault((case, build), []).append((rate, p99))
+                    print(
+                        f"  round {round_number}  {case:22s} {build:5s} {rate:8.1f} req/s  "
+                        f"p99 {p99:6.1f} ms  load {loads[-1]:.2f}",
+                        flush=True,
+                    )
+    finally:
+        for server in servers.values():
+            server.send_signal(signal.SIGTERM)
+        for server in servers.values():
+            server.wait(timeout=20)
+    print_table(results, builds)
+    print(
+        f"load average (1 min) during the run: {min(loads):.2f} - {max(loads):.2f} "
+        f"(wrk, gunicorn, PostgreSQL and Redis of this run included); "
+        f"before: {load_before[0]:.2f}"
+    )
+
+
+def print_table(results: dict, builds: tuple[str, ...]) -> None:
+    print()
+    for build in builds:
+        print(f"  {build}: {BUILD_LABELS[build]}")
+    header = f"{'case':22s} {'ours req/s':>11s}"
+    if len(builds) == 2:
+        header += f" {'stock req/s':>12s} {'ratio':>7s} {'per round':>13s}"
+        header += f" {'ours p99':>9s} {'stock p99':>10s}"
+    else:
+        header += f" {'ours p99':>9s}"
+    print(header)
+    for case in CASES:
+        ours = results[(case, "ours")]
+        line = f"{case:22s} {statistics.median(r for r, _ in ours):11.1f}"
+        ours_p99 = statistics.median(p for _, p in ours)
+        if len(builds) == 2:
+            stock = results[(case, "stock")]
+            ratio = statistics.median(r for r, _ in ours) / statistics.median(r for r, _ in stock)
+            paired = [o / s for (o, _), (s, _) in zip(ours, stock, strict=True)]
+            line += f" {statistics.median(r for r, _ in stock):12.1f} {ratio:6.2f}x"
+            line += f" {min(paired):5.2f}-{max(paired):.2f}x"
+            line += f" {ours_p99:6.1f} ms {statistics.median(p for _, p in stock):7.1f} ms"
+        else:
+            line += f" {ours_p99:6.1f} ms"
+        print(line)
+    print("(medians over the rounds; ratio = ours / stock; per round = paired ratios' range)")
 
 
 def stock_cursor(runs: int) -> str:
@@ -210,10 +303,10 @@ def stock_cursor(runs: int) -> str:
     return base64.b64encode(query.encode("ascii")).decode("ascii")
 
 
-def serve_and_load(label: str, env: dict, targets: dict, key: str, args) -> None:
+def start_server(env: dict, port: int) -> subprocess.Popen:
     log = Path(os.environ.get("TMPDIR", "/tmp")) / "api_lists_gunicorn.log"
     with open(log, "a") as stderr:
-        server = subprocess.Popen(
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -224,7 +317,7 @@ def serve_and_load(label: str, env: dict, targets: dict, key: str, args) -> None
                 "--threads",
                 "4",
                 "--bind",
-                f"127.0.0.1:{args.port}",
+                f"127.0.0.1:{port}",
                 "--log-level",
                 "warning",
             ],  # fmt: skip
@@ -233,18 +326,6 @@ def serve_and_load(label: str, env: dict, targets: dict, key: str, args) -> None
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
-    base = f"http://127.0.0.1:{args.port}/v1/runs"
-    try:
-        wait_until_up(base + targets["first page"], {"Authorization": f"Bearer {key}"})
-        load = load_with_wrk if shutil.which("wrk") else load_with_python
-        print(f"  {label}")
-        for name, query in targets.items():
-            load(base + query, key, 3, args.connections)  # warm up every thread
-            rate = load(base + query, key, args.seconds, args.connections)
-            print(f"    {name:22s} {rate:8.1f} req/s", flush=True)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=20)
 
 
 if __name__ == "__main__":

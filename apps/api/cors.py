@@ -20,7 +20,7 @@ from django.utils.cache import patch_vary_headers
 from apps.workspaces.selectors import agent_allowed_origins
 
 PREFLIGHT_MAX_AGE_SECONDS = 600
-EXPOSED_HEADERS = "X-Request-Id, Retry-After, WWW-Authenticate"
+EXPOSED_HEADERS = "X-Request-Id, Retry-After, WWW-Authenticate, RateLimit, RateLimit-Policy"
 
 
 def _is_preflight(request: HttpRequest) -> bool:

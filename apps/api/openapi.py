@@ -4,6 +4,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 
 from apps.api.serializers import ErrorOut
+from apps.api.throttling import ApiKeyRateThrottle
 from apps.workspaces.scopes import OWNER_SCOPES
 
 _ERROR_TEXT = {
@@ -20,6 +21,20 @@ _ERROR_TEXT = {
 }
 _ALWAYS = ("400", "401", "403", "429", "500", "503")
 _RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait"}}
+# On every answer to an authenticated request (not on a 401), unless the rate limiter's store is
+# unreachable: then the request is served without a limit and without these.
+_RATE_LIMIT = {
+    "RateLimit-Policy": {
+        "schema": {"type": "string", "example": '"default";q=600;w=60'},
+        "description": "The quota of the credential (IETF draft-ietf-httpapi-ratelimit-headers): "
+        "`q` requests in any `w` seconds (a moving window).",
+    },
+    "RateLimit": {
+        "schema": {"type": "string", "example": '"default";r=599;t=42'},
+        "description": "`r`: requests left in the window after this one; `t`: whole seconds "
+        "until one more request is available (on a 429, the same as `Retry-After`).",
+    },
+}
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -100,6 +115,12 @@ class ScopedAutoSchema(AutoSchema):
             if status in ("401", "403"):
                 response["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
             operation["responses"][status] = response
+        if any(
+            issubclass(c, ApiKeyRateThrottle) for c in getattr(self.view, "throttle_classes", ())
+        ):
+            for status, response in operation["responses"].items():
+                if status != "401":
+                    response["headers"] = {**response.get("headers", {}), **_RATE_LIMIT}
         return operation
 
 

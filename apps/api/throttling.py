@@ -1,38 +1,193 @@
-"""Per-key rate limiting on a shared counter (Redis, or memory on the embedded default).
+"""Per-credential rate limiting on a shared counter (Redis, or memory on the embedded default),
+reported on every counted response with the fields of the IETF draft
+(draft-ietf-httpapi-ratelimit-headers-10; why this family: docs/keys-and-tokens.md):
 
-The `limits` moving window gives the reset time that `Retry-After` needs, and unlike DRF's
-cache throttles it does not race between processes.
+    RateLimit-Policy: "default";q=600;w=60
+    RateLimit: "default";r=599;t=42
+
+The window is a moving one: a request is refused when `q` requests were counted in the `w`
+seconds before it (a request counted at `T` leaves the window at exactly `T + w`). `r` is what
+is left after this request and `t` the whole seconds until the oldest counted request leaves
+the window, i.e. until one more request is available; on a 429 (`r=0`) that is exactly
+`Retry-After`.
+
+One request costs one Redis round trip: a Lua script (registered once, then called by its SHA)
+counts the request and answers everything the headers and `Retry-After` need. It keeps the
+layout of `limits`' moving window (the same key, a list of timestamps newest first), so
+windows carry across a deploy. When the store is unreachable the request is served without a
+limit and without the headers, with one warning: a rate limiter must not become an outage.
 """
 
 import logging
+import math
 import threading
 import time
+from collections import deque
+from dataclasses import dataclass
 from functools import cache
+from typing import Protocol
 
+import redis
 from django.conf import settings
-from limits import parse
-from limits.storage import storage_from_string
-from limits.strategies import MovingWindowRateLimiter
+from limits import RateLimitItem, parse
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from rest_framework.throttling import BaseThrottle
 
 from apps.common.errors import RateLimited
 
 logger = logging.getLogger("apps.api")
 
+POLICY = "default"
+# The rate limiter waits this long for Redis before serving the request without a limit.
+STORE_TIMEOUT_SECONDS = 1.0
 
-_limiter_lock = threading.Lock()
+
+@dataclass(frozen=True)
+class WindowState:
+    """What counting one request in its window answered."""
+
+    allowed: bool
+    limit: int
+    window_seconds: int
+    remaining: int
+    # Whole seconds until one more request is available (`t`, and `Retry-After` on a 429).
+    reset_seconds: int
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Policy": f'"{POLICY}";q={self.limit};w={self.window_seconds}',
+            "RateLimit": f'"{POLICY}";r={self.remaining};t={self.reset_seconds}',
+        }
+
+
+class _Store(Protocol):
+    def hit(self, key: str, limit: int, window: int, now: float) -> tuple[bool, int, float]:
+        """Count a request at `now` unless `limit` were counted since `now - window`.
+
+        Returns (counted, requests in the window, timestamp of the request whose leaving the
+        window frees the next one).
+        """
+        ...
+
+
+# KEYS[1]: the window, a list of timestamps newest first. ARGV: now, limit, window seconds.
+# Returns {counted (0/1), requests in the window, the timestamp that frees the next request}.
+# Requests that left the window are dropped from the tail first, so every step is O(1) however
+# high the limit (each entry is dropped once). Timestamps go back as strings: a Lua number
+# returned to Redis is truncated to an integer.
+_HIT_SCRIPT = """
+local key = KEYS[1]
+local now, limit, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local since = now - window
+while true do
+    local tail = redis.call('LINDEX', key, -1)
+    if not tail or tonumber(tail) > since then
+        break
+    end
+    redis.call('RPOP', key)
+end
+local count = redis.call('LLEN', key)
+if count >= limit then
+    return {0, count, redis.call('LINDEX', key, limit - 1)}
+end
+redis.call('LPUSH', key, ARGV[1])
+redis.call('EXPIRE', key, window)
+return {1, count + 1, redis.call('LINDEX', key, -1)}
+"""
+
+
+class _RedisStore:
+    # The key prefix `limits` used: windows counted before this module survive a deploy.
+    PREFIX = "LIMITS:"
+
+    def __init__(self, url: str) -> None:
+        self.client = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=STORE_TIMEOUT_SECONDS,
+            socket_timeout=STORE_TIMEOUT_SECONDS,
+            # One immediate retry for a pooled connection Redis closed (a restart); a store that
+            # is down costs two refused connects, not redis-py's default backoff of seconds.
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        )
+        self.script = self.client.register_script(_HIT_SCRIPT)
+
+    def hit(self, key: str, limit: int, window: int, now: float) -> tuple[bool, int, float]:
+        counted, count, oldest = self.script(keys=[self.PREFIX + key], args=[now, limit, window])
+        return bool(counted), int(count), float(oldest)
+
+
+class _MemoryStore:
+    """The same window in this process (oldest first here), for the embedded default."""
+
+    SWEEP_EVERY = 1024
+
+    def __init__(self) -> None:
+        self.windows: dict[str, deque[float]] = {}
+        self.lock = threading.Lock()
+        self.hits = 0
+
+    def hit(self, key: str, limit: int, window: int, now: float) -> tuple[bool, int, float]:
+        since = now - window
+        with self.lock:
+            self.hits += 1
+            if self.hits % self.SWEEP_EVERY == 0:
+                # Browser tokens each have a window: forget those that went quiet.
+                for name in [k for k, v in self.windows.items() if not v or v[-1] <= since]:
+                    del self.windows[name]
+            entries = self.windows.setdefault(key, deque())
+            while entries and entries[0] <= since:
+                entries.popleft()
+            if len(entries) >= limit:
+                return False, len(entries), entries[len(entries) - limit]
+            entries.append(now)
+            return True, len(entries), entries[0]
+
+
+_stores: dict[str, _Store] = {}
+_stores_lock = threading.Lock()
+
+
+def _store(url: str) -> _Store:
+    store = _stores.get(url)
+    if store is None:
+        with _stores_lock:
+            store = _stores.get(url)
+            if store is None:
+                store = _MemoryStore() if url.startswith("memory://") else _RedisStore(url)
+                _stores[url] = store
+    return store
 
 
 @cache
-def _build_limiter(storage_url: str) -> MovingWindowRateLimiter:
-    return MovingWindowRateLimiter(storage_from_string(storage_url))
+def _rate(text: str) -> RateLimitItem:
+    return parse(text)
 
 
-def _limiter(storage_url: str) -> MovingWindowRateLimiter:
-    # `limits` imports its Redis dependency lazily and not thread-safely: threads of a fresh
-    # gunicorn worker building it at once got "minimum version of 3.0 for 'redis'" (a 500).
-    with _limiter_lock:
-        return _build_limiter(storage_url)
+def rate_window_hit(*, identifier: str) -> WindowState | None:
+    """Count one request of `identifier` against `API_RATE_LIMIT`; None if the store is down."""
+    rate = _rate(settings.API_RATE_LIMIT)
+    limit, window = rate.amount, rate.get_expiry()
+    now = time.time()
+    key = rate.key_for("api-key", identifier)
+    try:
+        counted, count, oldest = _store(settings.RATE_LIMIT_STORAGE_URL).hit(
+            key, limit, window, now
+        )
+    except (redis.RedisError, OSError):
+        logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
+        return None
+    # `oldest + window` is strictly after `now`, so this is at least 1 and exact for a whole
+    # number of seconds. Clamped: a clock running ahead on another server must not promise a
+    # wait longer than the window.
+    reset = min(window, max(1, math.ceil(oldest + window - now)))
+    return WindowState(
+        allowed=counted,
+        limit=limit,
+        window_seconds=window,
+        remaining=max(0, limit - count),
+        reset_seconds=reset,
+    )
 
 
 class ApiKeyRateThrottle(BaseThrottle):
@@ -40,13 +195,12 @@ class ApiKeyRateThrottle(BaseThrottle):
         credential = request.auth
         if credential is None:
             return True
-        limit = parse(settings.API_RATE_LIMIT)
-        limiter = _limiter(settings.RATE_LIMIT_STORAGE_URL)
-        try:
-            if limiter.hit(limit, "api-key", credential.rate_limit_id):
-                return True
-            stats = limiter.get_window_stats(limit, "api-key", credential.rate_limit_id)
-        except Exception:
-            logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
+        state = rate_window_hit(identifier=credential.rate_limit_id)
+        if state is None:
             return True
-        raise RateLimited(int(stats.reset_time - time.time()) + 1)
+        # DRF sets the view's `headers` on whatever response the request ends with, the 429
+        # and every other error included.
+        view.headers.update(state.headers())
+        if not state.allowed:
+            raise RateLimited(state.reset_seconds)
+        return True

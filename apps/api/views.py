@@ -41,6 +41,16 @@ class AgentViewSet(ViewSet):
             raise NotFound()
         self.agent = self.resolve_agent(kwargs.get("agent_id"))
 
+    def check_permissions(self, request) -> None:
+        # The rate limit counts before the scope check (DRF counts after it): a request the key
+        # may not make still costs a request, and its 403 carries the RateLimit headers like
+        # every other answer to an authenticated request.
+        super().check_throttles(request)
+        super().check_permissions(request)
+
+    def check_throttles(self, request) -> None:
+        """Done first thing in `check_permissions`."""
+
     def resolve_agent(self, agent_id: str | None) -> Agent:
         key_agent = self.credential.agent
         if agent_id is None or agent_id == key_agent.pk:
