@@ -136,6 +136,8 @@ class Conversation(models.Model):
         indexes = [
             # GET /v1/conversations and the Conversations page: most recently updated first.
             models.Index(fields=["agent", "-updated_at", "-id"], name="conv_agent_updated"),
+            # The console's conversations sorted by start (either way: one index serves both).
+            models.Index(fields=["agent", "-created_at", "-id"], name="conv_agent_created"),
             # ?user_id= on the list, and a user's page: that user's conversations.
             models.Index(fields=["agent", "user_id", "-updated_at", "-id"], name="conv_agent_user"),
             # ?status= on the list.

@@ -158,7 +158,11 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
     queryset = selectors.conversation_list(
         agent=request.agent, filters=filters, title_search=search
     ).select_related("user")
-    page, page_error = _page(request, queryset, selectors.CONVERSATION_KEYSET)
+    sort = request.GET.get("sort", "")
+    sort = sort if sort in selectors.CONVERSATION_SORT_FIELDS else ""
+    descending = request.GET.get("dir") != "asc"
+    ordered, keyset = selectors.conversation_list_sorted(queryset, sort=sort, descending=descending)
+    page, page_error = _page(request, ordered, keyset)
     count = bounded_count(queryset)
     totals = selectors.conversation_totals(
         agent=request.agent, conversation_ids=[row.id for row in page.rows]
@@ -167,6 +171,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         row.totals = totals[row.id]
     context = {
         "section": "conversations",
+        "sort_columns": _sort_columns(sort, descending, CONVERSATION_SORT_LABELS),
         "picked_user": picked_user,
         "page": page,
         "count": count,
@@ -255,17 +260,22 @@ def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
 # --- Runs ----------------------------------------------------------------------------------------
 
 
-RUN_SORT_LABELS = (("", "Created", ""), ("tokens", "Tokens", "num"), ("credits", "Credits", "num"),
-                   ("latency", "Latency", "num"))  # fmt: skip
+# Sortable headers: (sort key, label, CSS class, name); the key "" is the list's default order.
+RUN_SORT_LABELS = (("", "Created", "", "created"), ("tokens", "Tokens", "num", "tokens"),
+                   ("credits", "Credits", "num", "credits"), ("latency", "Latency", "num", "latency"))  # fmt: skip
+CONVERSATION_SORT_LABELS = (("", "Updated", "", "updated"), ("created", "Created", "", "created"))
 
 
-def _sort_columns(current: str, descending: bool) -> dict[str, dict]:
+def _sort_columns(
+    current: str, descending: bool, labels: tuple = RUN_SORT_LABELS
+) -> dict[str, dict]:
     """Each sortable header: the link's sort and direction (a click on the current column turns
     it around), its arrow and its aria-sort."""
     columns = {}
-    for key, label, css in RUN_SORT_LABELS:
+    for key, label, css, name in labels:
         active = key == current
-        columns[key or "created"] = {
+        columns[name] = {
+            "name": name,
             "key": key,
             "label": label,
             "css": css,

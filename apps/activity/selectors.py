@@ -244,6 +244,28 @@ def run_list_sorted(
     return queryset.annotate(sort_value=run_sort_expression(column, missing)), keyset
 
 
+# The console's conversation orders: by last activity (the default) or by start, either way.
+CONVERSATION_SORT_FIELDS = {"": "updated_at", "created": "created_at"}
+
+
+def conversation_list_sorted(
+    queryset: QuerySet[Conversation], *, sort: str, descending: bool
+) -> tuple[QuerySet[Conversation], Keyset]:
+    """The conversations in the console's chosen order and the keyset paging through it (both
+    orders have an index); an unknown column is the default order."""
+    if sort not in CONVERSATION_SORT_FIELDS:
+        sort = ""
+    if sort == "" and descending:
+        return queryset, CONVERSATION_KEYSET
+    direction = "desc" if descending else "asc"
+    keyset = Keyset(
+        f"conversations-{sort or 'updated'}-{direction}",
+        CONVERSATION_SORT_FIELDS[sort],
+        descending=descending,
+    )
+    return queryset, keyset
+
+
 def run_get(*, agent: Agent, run_id: str) -> Run:
     run = Run.objects.filter(agent=agent, id=run_id).first() if _is_id(run_id) else None
     if run is None:
