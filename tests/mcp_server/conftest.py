@@ -4,14 +4,17 @@ exchange the code with its PKCE verifier, refresh."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import orjson
 import pytest
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.test import Client
 
 REDIRECT_URI = "http://localhost:53682/callback"
@@ -102,6 +105,29 @@ def obtain_grant(user, agent, scopes: list[str], *, client_id: str | None = None
     return Grant(client_id, body["access_token"], body["refresh_token"], body["scope"])
 
 
+def off_the_event_loop(call):
+    """`call()` where no asyncio loop runs. The browser tests' session-wide Playwright (sync
+    API) leaves a loop running in its xdist worker's main thread, where `/mcp`'s async_to_sync
+    bridge and `asyncio.run` both refuse to start; then the call runs on a helper thread that
+    shares this thread's database connection (and so the test's transaction)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return call()
+    connection = connections[DEFAULT_DB_ALIAS]
+    connection.inc_thread_sharing()
+
+    def run():
+        connections[DEFAULT_DB_ALIAS] = connection
+        return call()
+
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(run).result()
+    finally:
+        connection.dec_thread_sharing()
+
+
 def mcp_post(access_token: str | None, method: str, params: dict | None = None, **extra):
     """One JSON-RPC request to /mcp as the SDK's client sends it (stateless: no session)."""
     headers = {"HTTP_ACCEPT": "application/json, text/event-stream"}
@@ -110,8 +136,10 @@ def mcp_post(access_token: str | None, method: str, params: dict | None = None, 
     headers["HTTP_MCP_PROTOCOL_VERSION"] = "2025-06-18"
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
     client = extra.pop("client", None) or Client()
-    return client.post(
-        "/mcp", data=orjson.dumps(body), content_type="application/json", **headers, **extra
+    return off_the_event_loop(
+        lambda: client.post(
+            "/mcp", data=orjson.dumps(body), content_type="application/json", **headers, **extra
+        )
     )
 
 

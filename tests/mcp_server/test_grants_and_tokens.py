@@ -25,6 +25,7 @@ from tests.mcp_server.conftest import (
     authorize_query,
     consent_form,
     mcp_post,
+    off_the_event_loop,
     pkce_pair,
     register_client,
 )
@@ -187,10 +188,12 @@ def test_refresh_rotates_and_the_old_refresh_token_is_spent(grant_for, owner, ag
 
 def test_mcp_has_no_server_stream_to_open(grant_for, owner, agent):
     grant = grant_for(owner, agent, ["runs:read"])
-    answer = Client().get(
-        "/mcp",
-        HTTP_AUTHORIZATION=f"Bearer {grant.access_token}",
-        HTTP_ACCEPT="text/event-stream",
+    answer = off_the_event_loop(
+        lambda: Client().get(
+            "/mcp",
+            HTTP_AUTHORIZATION=f"Bearer {grant.access_token}",
+            HTTP_ACCEPT="text/event-stream",
+        )
     )
     assert answer.status_code == 405
 

@@ -15,6 +15,7 @@ from apps.mcp_server.models import ConnectedApplication
 from apps.workspaces.models import ApiKey
 from tests.activity.factories import conversation_factory, message_factory, run_factory
 from tests.knowledge.conftest import make_file_document
+from tests.mcp_server.conftest import off_the_event_loop
 from tests.mcp_server.oauth_client import Member, MemoryStorage, oauth_provider, with_mcp_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,8 +62,8 @@ def test_desktop_client_connects_calls_tools_and_is_cut_off_by_revocation(
         runs = await client.call_tool("list_runs", {})
         return tools, search, document, conversation, runs
 
-    tools, search, document, conversation, runs = asyncio.run(
-        with_mcp_client(base, oauth_provider(base, member, storage), session)
+    tools, search, document, conversation, runs = off_the_event_loop(
+        lambda: asyncio.run(with_mcp_client(base, oauth_provider(base, member, storage), session))
     )
 
     # The consent page showed the client's name and the Agent; the client registered itself.
@@ -111,7 +112,9 @@ def test_desktop_client_connects_calls_tools_and_is_cut_off_by_revocation(
     async def list_only(client):
         return await client.list_tools()
 
-    assert asyncio.run(with_mcp_client(base, oauth_provider(base, member, storage), list_only))
+    assert off_the_event_loop(
+        lambda: asyncio.run(with_mcp_client(base, oauth_provider(base, member, storage), list_only))
+    )
 
     answer = owner_client.post(f"/connected-apps/{connection.pk}/revoke/", follow=True)
     assert "Disconnected “Desktop test client”" in answer.content.decode()
