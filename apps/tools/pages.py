@@ -50,6 +50,7 @@ def _list(request: ConsoleRequest, *, status: int = 200, form: dict | None = Non
         "section": "tools",
         "servers": page.rows,
         "next_cursor": page.next_cursor,
+        "previous_cursor": page.previous_cursor,
         "form": form or {},
         "header_rows": range(HEADER_ROWS),
     }
@@ -96,8 +97,10 @@ def _detail_context(request: ConsoleRequest, server_id: str) -> dict:
         "server": server,
         "tools": tools.rows,
         "tools_next": tools.next_cursor,
+        "tools_previous": tools.previous_cursor,
         "changes": changes.rows,
         "changes_next": changes.next_cursor,
+        "changes_previous": changes.previous_cursor,
     }
 
 

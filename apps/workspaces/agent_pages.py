@@ -11,11 +11,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.common.errors import ServiceError
-from apps.common.keyset import Page, page_request, paginate
+from apps.common.keyset import Page, paginate
 from apps.workspaces import selectors, services
 from apps.workspaces.api import AGENT_KEYSET, REVISION_KEYSET
 from apps.workspaces.configuration import FieldDifference, differences
-from apps.workspaces.console import ConsoleRequest, console_view
+from apps.workspaces.console import ConsoleRequest, console_view, keyset_page
 from apps.workspaces.forms import AgentConfigForm
 from apps.workspaces.models import Agent, AgentRevision
 
@@ -38,10 +38,12 @@ DEFAULT_TEXT = {"model_id": "runtime default", "effort": "model default"}
 
 
 def _page(request: ConsoleRequest, queryset, keyset, size: int) -> Page:
-    try:
-        return paginate(queryset, keyset=keyset, page=page_request(request.GET, default_limit=size))
-    except ServiceError:  # a stale or edited cursor: start from the first page
-        return paginate(queryset, keyset=keyset, page=page_request({}, default_limit=size))
+    """The page the cursor names ("Older" sends `after`, "Newer" `before`); a stale or edited
+    cursor starts from the first page."""
+    page, _stale = keyset_page(
+        request, lambda wanted: paginate(queryset, keyset=keyset, page=wanted), limit=size
+    )
+    return page
 
 
 def _shown(field: str, value) -> str:
@@ -95,7 +97,8 @@ def _history(request: ConsoleRequest, agent: Agent) -> dict:
         "agent": agent,
         "history": entries,
         "next_cursor": page.next_cursor,
-        "is_first_page": not request.GET.get("after"),
+        "previous_cursor": page.previous_cursor,
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
 
 
@@ -117,7 +120,8 @@ def agent_list_page(request: ConsoleRequest) -> HttpResponse:
         "section": "agents",
         "agents": page.rows,
         "next_cursor": page.next_cursor,
-        "is_first_page": not request.GET.get("after"),
+        "previous_cursor": page.previous_cursor,
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
         "status": status,
         "archived_count": selectors.agent_list(
             workspace_id=request.workspace.pk, status=Agent.Status.ARCHIVED
