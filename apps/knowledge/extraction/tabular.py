@@ -47,6 +47,7 @@ from typing import Any
 import orjson
 
 from .errors import ExtractionFailed
+from .json_outline import render_outline
 from .markdown import clean_text, escape_block_starts, escape_inline, join_blocks, markdown_table
 from .result import Extraction
 from .text import decode_or_fail
@@ -132,6 +133,12 @@ def sniff_delimiter(text: str) -> str:
 
 
 def extract_json(data: bytes) -> Extraction:
+    if len(data) > OUTLINE_FROM_BYTES:
+        outline = render_outline(data)
+        if outline is not None:
+            return Extraction(
+                markdown=outline + "\n" if outline else "", page_count=None, title=None
+            )
     # Parsing makes millions of objects, none of them garbage: the cyclic collector would
     # walk them again and again for nothing (a third of the time on a 10 MB file).
     with _collector_paused():

@@ -1,0 +1,244 @@
+"""Large JSON as an outline, written without turning the file into Python objects.
+
+Parsing a 10 MB file into Python objects (orjson, the fastest at it) takes as long as the
+whole text pass-through, before a line is written. This writer never does: msgspec, in C,
+checks the syntax and rewrites the file as compact JSON (``format``), then splits it into
+its top-level members and their items as ``Raw`` byte slices of that compact text. Python
+touches one object per line written, not one per value.
+
+The outline (docs/knowledge.md):
+
+* a top-level object's scalar members are ``- **key**: value`` items;
+* each top-level member holding a non-empty array or object gets a ``## key`` section: an
+  array's items are one compact JSON line each, an object's members ``- **key**: <JSON>``;
+* a line longer than ``LINE_LIMIT`` bytes whose value is an object or an array of sizable items
+  is replaced by one line per member, ``- **path**: <JSON>``, the path relative to the section
+  (``[12].geometry.coordinates``, ``juliett_0.delta_0``), recursively, so long values keep their
+  keys next to them in chunks of search size. Splitting costs bytes (the paths); it only
+  spends what removing the input's whitespace saved, so the outline is never bigger than the
+  input (``budget``).
+
+Escapes: ``\\uXXXX`` escapes of visible characters and ``\\/`` are decoded (so "Zürich"
+written by ``json.dumps`` as ``Z\\u00fcrich`` is found as Zürich); escapes of quotes,
+backslashes and control characters stay, so every line is still valid JSON. This runs in
+C codecs (``raw_unicode_escape``) and only for files that have such escapes.
+
+``render_outline`` returns None for what msgspec will not read: another encoding, a BOM, NaN,
+floats past the double range at the top level, nesting past its limit, bytes that are not
+UTF-8, and invalid JSON. The caller then takes the slow path, which reads those or says where
+the error is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+from msgspec import Raw
+
+from .markdown import clean_text, escape_block_starts, escape_inline
+
+# Lines longer than this (bytes of compact JSON) are split by key when they hold an object
+# or an array of sizable items: a chunk (1,800 characters) then holds whole lines.
+LINE_LIMIT = 1500
+# What a ``- **path**: `` line adds besides its path, against the ``"key":`` and the comma
+# it replaces, rounded up: splitting a value only pays when its members are bigger than this.
+_LINE_MARKUP = 12
+
+_Member = list[Raw] | dict[str, Raw] | str | int | float | bool | None
+# The top level in one pass: members that are arrays or objects come as lists or dicts of
+# Raw items (one more level), scalars as values; a top-level array's items as Raw.
+_TOP = msgspec.json.Decoder(dict[str, _Member] | list[Raw] | str | int | float | bool | None)
+_OBJECT = msgspec.json.Decoder(dict[str, Raw])
+_ARRAY = msgspec.json.Decoder(list[Raw])
+_OBJECT_OPENER, _ARRAY_OPENER = ord("{"), ord("[")
+
+# Escapes that stay escaped, so lines stay valid JSON and no control character appears:
+# quote, backslash, C0 and C1 controls. An escaped backslash is matched too, so that the
+# parity of backslashes is read right (``\\\\u00e9`` is a backslash and "u00e9").
+_KEPT_ESCAPE = re.compile(rb"\\(?:\\|/|u00(?:[01][0-9a-fA-F]|22|5[cC]|7[fF]|[89][0-9a-fA-F]))")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# What clean_text rewrites, as it can appear in compact UTF-8 JSON: C1 controls (C2 80-9F)
+# and presentation forms (EF AC-BB); C0 controls cannot appear raw in valid JSON. Two
+# patterns that each start with a literal byte are searched at memchr speed, one
+# alternation is not (60 ms on 10 MB).
+_CLEANABLE_UTF8 = (
+    (b"\xc2", re.compile(rb"\xc2[\x80-\x9f]")),
+    (b"\xef", re.compile(rb"\xef[\xac-\xbb]")),
+)
+_DECODABLE_ESCAPE = re.compile(rb"\\[u/]")
+_LINE_BREAK = re.compile(r"\s*[\r\n]\s*")
+# Stands for a kept escape's backslash while the others are decoded. NUL cannot appear raw
+# in valid JSON.
+_PLACEHOLDER = b"\x00"
+
+
+def render_outline(data: bytes) -> str | None:
+    """The outline of a JSON document (module docstring); None when msgspec cannot read it."""
+    try:
+        compact = msgspec.json.format(data, indent=-1)
+        # A one-byte test first: memchr, where a two-byte one takes 8 ms on 10 MB.
+        if b"\\" in compact and _DECODABLE_ESCAPE.search(compact):
+            compact = _decode_escapes(compact)
+        value = _TOP.decode(compact)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    # Splitting spends at most the whitespace the compact form saved; if the outline's other
+    # markup still makes it bigger than the input (a minified file of short members), the
+    # second pass splits nothing.
+    for budget in (len(data) - len(compact), 0):
+        markdown = b"\n\n".join(_Outline(budget).document(value))
+        if len(markdown) <= len(data):
+            break
+    try:
+        text = markdown.decode()
+    except UnicodeDecodeError:  # msgspec passes string bytes through unchecked
+        return None
+    if any(lead in compact and pattern.search(compact) for lead, pattern in _CLEANABLE_UTF8):
+        text = clean_text(text)
+    if b"<" in compact:
+        text = escape_inline(text)
+    return text
+
+
+def _decode_escapes(compact: bytes) -> bytes:
+    r"""``\uXXXX`` escapes of visible characters and ``\/`` decoded, the rest kept.
+
+    ``raw_unicode_escape`` decodes every ``\uXXXX`` preceded by an odd number of backslashes
+    and reads other bytes as Latin-1; the escapes to keep are first hidden behind a NUL.
+    """
+    protected = _KEPT_ESCAPE.sub(_protect, compact)
+    if protected.isascii():
+        text = protected.decode("raw_unicode_escape")
+    else:
+        # Characters past Latin-1 become \uXXXX escapes and are decoded back; a backslash of
+        # valid JSON is never followed by one, so no escape is made or unmade by this.
+        text = protected.decode().encode("raw_unicode_escape").decode("raw_unicode_escape")
+    if _SURROGATE_ESCAPE.search(protected):
+        # Pairs decoded one half at a time: join them (a lone half becomes U+FFFD).
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text.encode().replace(_PLACEHOLDER, b"\\")
+
+
+def _protect(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    if escape == b"\\\\":
+        return escape
+    if escape == b"\\/":
+        return b"/"
+    return _PLACEHOLDER + escape[1:]
+
+
+class _Outline:
+    """Writes lines of bytes; ``budget`` is the bytes that splitting long lines may add."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+
+    def document(self, value: Any) -> list[bytes]:
+        blocks: list[bytes] = []
+        if type(value) is dict:
+            lines: list[bytes] = []
+            for key, member in value.items():
+                kind = type(member)
+                if (kind is not list and kind is not dict) or not member:
+                    lines.append(f"- **{_text(key)}**: {_scalar(member)}".encode())
+                    continue
+                if lines:
+                    blocks.append(b"\n".join(lines))
+                    lines = []
+                blocks.append(f"## {' '.join(_text(key).split()) or '(empty key)'}".encode())
+                body: list[Any] = []
+                if kind is list:
+                    self.items(member, "", body)
+                else:
+                    self.members(member, "", body)
+                blocks.append(b"\n".join(body))
+            if lines:
+                blocks.append(b"\n".join(lines))
+        elif type(value) is list:
+            body = []
+            self.items(value, "", body)
+            blocks.append(b"\n".join(body))
+        else:
+            blocks.append(escape_block_starts(_scalar(value)).encode())
+        return [block for block in blocks if block]
+
+    def items(self, items: list[Raw], path: str, lines: list[Any]) -> None:
+        """One line per item of an array, a long item split by its members.
+
+        At the top of a section (``path`` empty) an item is its compact JSON; deeper, it is
+        ``- **path[index]**: <JSON>``.
+        """
+        if path:
+            for index, item in enumerate(items):
+                item_path = f"{path}[{index}]"
+                if len(item) <= LINE_LIMIT or not self.split(item, item_path, lines):
+                    lines.append(f"- **{item_path}**: ".encode() + item)
+        elif max(map(len, items), default=0) <= LINE_LIMIT:
+            lines.extend(items)  # the common case: nothing to split, one C-level copy
+        else:
+            for index, item in enumerate(items):
+                if len(item) <= LINE_LIMIT or not self.split(item, f"[{index}]", lines):
+                    lines.append(item)
+
+    def members(self, members: dict[str, Raw], path: str, lines: list[Any]) -> None:
+        """``- **path**: <JSON>`` per member of an object, a long one split by its members."""
+        head = f"- **{path}." if path else "- **"
+        if not all(map(str.isprintable, members)):
+            members = {_text(key): member for key, member in members.items()}
+        if max(map(len, members.values()), default=0) <= LINE_LIMIT:
+            lines.extend([(head + key + "**: ").encode() + raw for key, raw in members.items()])
+            return
+        for key, member in members.items():
+            if len(member) <= LINE_LIMIT or not self.split(
+                member, f"{path}.{key}" if path else key, lines
+            ):
+                lines.append((head + key + "**: ").encode() + member)
+
+    def split(self, raw: Raw, path: str, lines: list[Any]) -> bool:
+        """Write a long object's or array's members as lines of their own when that is worth
+        its cost in bytes (the paths) and the budget allows it."""
+        opener = memoryview(raw)[0]  # one byte, not a copy of the value
+        if opener == _OBJECT_OPENER:
+            children: dict[str, Raw] | list[Raw] = _OBJECT.decode(raw)
+        elif opener == _ARRAY_OPENER:
+            children = _ARRAY.decode(raw)
+        else:
+            return False
+        # What the lines add: each repeats the path and its markup where the JSON had a key
+        # and a comma (an index line a little more: the index).
+        extra = len(children) * (len(path) + _LINE_MARKUP)
+        # Members smaller than that (a vector of numbers, an object of flags) stay together.
+        if extra > len(raw) or extra > self.budget:
+            return False
+        self.budget -= extra
+        if isinstance(children, dict):
+            self.members(children, path, lines)
+        else:
+            self.items(children, path, lines)
+        return True
+
+
+def _text(key: str) -> str:
+    """A key or top-level string on one line, without control characters."""
+    if key.isprintable():
+        return key
+    if "\n" in key or "\r" in key:
+        key = _LINE_BREAK.sub(" ", key)
+    return key if key.isprintable() else clean_text(key)
+
+
+def _scalar(value: Any) -> str:
+    """A top-level member that gets no section: a scalar, an empty array or object."""
+    kind = type(value)
+    if kind is str:
+        return _text(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is list or kind is dict:
+        return "[]" if kind is list else "{}"
+    return repr(value) if kind is float else str(value)
