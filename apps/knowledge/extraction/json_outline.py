@@ -32,6 +32,7 @@ the error is.
 from __future__ import annotations
 
 import re
+from itertools import chain, repeat
 from typing import Any
 
 import msgspec
@@ -39,9 +40,11 @@ from msgspec import Raw
 
 from .markdown import clean_text, escape_block_starts, escape_inline
 
-# Lines longer than this (bytes of compact JSON) are split by key when they hold an object
-# or an array of sizable items: a chunk (1,800 characters) then holds whole lines.
-LINE_LIMIT = 1500
+# Lines longer than this (bytes of compact JSON) are split by key when they hold an object or
+# an array of sizable items: about two chunks of search (1,800 characters), so a chunk holds a
+# line or half of one, its path at most one chunk away. Each level of splitting reads the
+# value once more: at 1,500 the benchmark's deep "tree" file took 15 % longer than this.
+LINE_LIMIT = 4000
 # What a ``- **path**: `` line adds besides its path, against the ``"key":`` and the comma
 # it replaces, rounded up: splitting a value only pays when its members are bigger than this.
 _LINE_MARKUP = 12
@@ -53,6 +56,7 @@ _TOP = msgspec.json.Decoder(dict[str, _Member] | list[Raw] | str | int | float |
 _OBJECT = msgspec.json.Decoder(dict[str, Raw])
 _ARRAY = msgspec.json.Decoder(list[Raw])
 _OBJECT_OPENER, _ARRAY_OPENER = ord("{"), ord("[")
+_ENCODE = msgspec.json.encode
 
 # Escapes that stay escaped, so lines stay valid JSON and no control character appears:
 # quote, backslash, C0 and C1 controls. An escaped backslash is matched too, so that the
@@ -72,10 +76,12 @@ _LINE_BREAK = re.compile(r"\s*[\r\n]\s*")
 # Stands for a kept escape's backslash while the others are decoded. NUL cannot appear raw
 # in valid JSON.
 _PLACEHOLDER = b"\x00"
+_NEWLINE = b"\n"
 
 
 def render_outline(data: bytes) -> str | None:
-    """The outline of a JSON document (module docstring); None when msgspec cannot read it."""
+    """The outline of a JSON document (module docstring), ending with a newline unless
+    empty; None when msgspec cannot read it."""
     try:
         compact = msgspec.json.format(data, indent=-1)
         # A one-byte test first: memchr, where a two-byte one takes 8 ms on 10 MB.
@@ -84,13 +90,16 @@ def render_outline(data: bytes) -> str | None:
         value = _TOP.decode(compact)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return None
-    # Splitting spends at most the whitespace the compact form saved; if the outline's other
-    # markup still makes it bigger than the input (a minified file of short members), the
-    # second pass splits nothing.
-    for budget in (len(data) - len(compact), 0):
-        markdown = b"\n\n".join(_Outline(budget).document(value))
-        if len(markdown) <= len(data):
-            break
+    # Splitting spends at most the whitespace that compacting saved. What the outline adds
+    # besides (``- **key**: `` where the JSON had ``"key":``) can still make a minified file's
+    # outline bigger; then it is written again without splits, and if need be with members as
+    # they were, ``"key":<JSON>``, which is never bigger.
+    budget = len(data) - len(compact)
+    markdown = _Outline(budget).document(value)
+    if len(markdown) > len(data) and budget:
+        markdown = _Outline(0).document(value)
+    if len(markdown) > len(data):
+        markdown = _Outline(0, quoted=True).document(value)
     try:
         text = markdown.decode()
     except UnicodeDecodeError:  # msgspec passes string bytes through unchecked
@@ -131,73 +140,93 @@ def _protect(match: re.Match[bytes]) -> bytes:
 
 
 class _Outline:
-    """Writes lines of bytes; ``budget`` is the bytes that splitting long lines may add."""
+    """Collects the outline as pieces of bytes (Raw slices of the compact JSON and the markup
+    around them) joined once at the end: each byte of the values is copied once.
 
-    def __init__(self, budget: int) -> None:
+    ``budget`` is the bytes that splitting long lines may still add.
+    """
+
+    def __init__(self, budget: int, *, quoted: bool = False) -> None:
         self.budget = budget
+        self.quoted = quoted
+        self.out: list[Any] = []
 
-    def document(self, value: Any) -> list[bytes]:
-        blocks: list[bytes] = []
+    def document(self, value: Any) -> bytes:
+        out = self.out
         if type(value) is dict:
-            lines: list[bytes] = []
+            after_block = False
             for key, member in value.items():
                 kind = type(member)
                 if (kind is not list and kind is not dict) or not member:
-                    lines.append(f"- **{_text(key)}**: {_scalar(member)}".encode())
+                    if after_block:
+                        out.append(_NEWLINE)
+                        after_block = False
+                    if self.quoted:
+                        out += (_ENCODE(key), b":", _ENCODE(member), _NEWLINE)
+                    else:
+                        out.append(f"- **{_text(key)}**: {_scalar(member)}\n".encode())
                     continue
-                if lines:
-                    blocks.append(b"\n".join(lines))
-                    lines = []
-                blocks.append(f"## {' '.join(_text(key).split()) or '(empty key)'}".encode())
-                body: list[Any] = []
+                if out:
+                    out.append(_NEWLINE)
+                heading = " ".join(_text(key).split()) or "(empty key)"
+                out.append(f"## {heading}\n\n".encode())
                 if kind is list:
-                    self.items(member, "", body)
+                    self.items(member, "")
                 else:
-                    self.members(member, "", body)
-                blocks.append(b"\n".join(body))
-            if lines:
-                blocks.append(b"\n".join(lines))
+                    self.members(member, "")
+                after_block = True
         elif type(value) is list:
-            body = []
-            self.items(value, "", body)
-            blocks.append(b"\n".join(body))
+            self.items(value, "")
         else:
-            blocks.append(escape_block_starts(_scalar(value)).encode())
-        return [block for block in blocks if block]
+            scalar = escape_block_starts(_scalar(value))
+            out.append(f"{scalar}\n".encode() if scalar else b"")
+        # Every line ends with a newline, the last one too: the text is returned as it is,
+        # without another copy to add or strip one.
+        return b"".join(out)
 
-    def items(self, items: list[Raw], path: str, lines: list[Any]) -> None:
+    def items(self, items: list[Raw], path: str) -> None:
         """One line per item of an array, a long item split by its members.
 
         At the top of a section (``path`` empty) an item is its compact JSON; deeper, it is
         ``- **path[index]**: <JSON>``.
         """
+        out = self.out
         if path:
             for index, item in enumerate(items):
                 item_path = f"{path}[{index}]"
-                if len(item) <= LINE_LIMIT or not self.split(item, item_path, lines):
-                    lines.append(f"- **{item_path}**: ".encode() + item)
-        elif max(map(len, items), default=0) <= LINE_LIMIT:
-            lines.extend(items)  # the common case: nothing to split, one C-level copy
+                if len(item) <= LINE_LIMIT or not self.split(item, item_path):
+                    out += (f"- **{item_path}**: ".encode(), item, _NEWLINE)
+        elif not items:
+            return
+        elif max(map(len, items)) <= LINE_LIMIT:
+            # The common case, nothing to split: item, newline, item, ... in C.
+            out += chain.from_iterable(zip(items, repeat(_NEWLINE)))
         else:
             for index, item in enumerate(items):
-                if len(item) <= LINE_LIMIT or not self.split(item, f"[{index}]", lines):
-                    lines.append(item)
+                if len(item) <= LINE_LIMIT or not self.split(item, f"[{index}]"):
+                    out += (item, _NEWLINE)
 
-    def members(self, members: dict[str, Raw], path: str, lines: list[Any]) -> None:
+    def members(self, members: dict[str, Raw], path: str) -> None:
         """``- **path**: <JSON>`` per member of an object, a long one split by its members."""
+        out = self.out
+        if self.quoted:
+            for key, member in members.items():
+                out += (_ENCODE(key), b":", member, _NEWLINE)
+            return
         head = f"- **{path}." if path else "- **"
         if not all(map(str.isprintable, members)):
             members = {_text(key): member for key, member in members.items()}
         if max(map(len, members.values()), default=0) <= LINE_LIMIT:
-            lines.extend([(head + key + "**: ").encode() + raw for key, raw in members.items()])
+            for key, member in members.items():
+                out += ((head + key + "**: ").encode(), member, _NEWLINE)
             return
         for key, member in members.items():
             if len(member) <= LINE_LIMIT or not self.split(
-                member, f"{path}.{key}" if path else key, lines
+                member, f"{path}.{key}" if path else key
             ):
-                lines.append((head + key + "**: ").encode() + member)
+                out += ((head + key + "**: ").encode(), member, _NEWLINE)
 
-    def split(self, raw: Raw, path: str, lines: list[Any]) -> bool:
+    def split(self, raw: Raw, path: str) -> bool:
         """Write a long object's or array's members as lines of their own when that is worth
         its cost in bytes (the paths) and the budget allows it."""
         opener = memoryview(raw)[0]  # one byte, not a copy of the value
@@ -215,9 +244,9 @@ class _Outline:
             return False
         self.budget -= extra
         if isinstance(children, dict):
-            self.members(children, path, lines)
+            self.members(children, path)
         else:
-            self.items(children, path, lines)
+            self.items(children, path)
         return True
 
 

@@ -136,9 +136,7 @@ def extract_json(data: bytes) -> Extraction:
     if len(data) > OUTLINE_FROM_BYTES:
         outline = render_outline(data)
         if outline is not None:
-            return Extraction(
-                markdown=outline + "\n" if outline else "", page_count=None, title=None
-            )
+            return Extraction(markdown=outline, page_count=None, title=None)
     # Parsing makes millions of objects, none of them garbage: the cyclic collector would
     # walk them again and again for nothing (a third of the time on a 10 MB file).
     with _collector_paused():
