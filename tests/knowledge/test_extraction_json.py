@@ -301,3 +301,35 @@ def test_large_invalid_json_says_where() -> None:
     assert len(data) > OUTLINE_FROM_BYTES
     with pytest.raises(ExtractionFailed, match=r"line 300003, column 2"):
         extract(data, kind="json")
+
+
+def test_large_json_keeps_coordinates_on_one_line_and_properties_on_their_own() -> None:
+    ring = [[round(n / 7, 6), -1.5] for n in range(500)]
+    features = [
+        {
+            "type": "Feature",
+            "properties": {"name": f"parcel {n}"},
+            "geometry": {"type": "Polygon", "coordinates": [ring]},
+        }
+        for n in range(200)
+    ]
+    data = json.dumps({"type": "FeatureCollection", "features": features}, indent=2).encode()
+    assert len(data) > OUTLINE_FROM_BYTES
+    lines = extract(data, kind="json").markdown.splitlines()
+    assert '- **[7].properties**: {"name":"parcel 7"}' in lines
+    coordinates = [line for line in lines if line.startswith("- **[7].geometry.coordinates")]
+    assert coordinates == [
+        f"- **[7].geometry.coordinates**: {json.dumps([ring], separators=(',', ':'))}"
+    ]
+
+
+def test_deeply_nested_large_json_is_split_to_a_bounded_depth() -> None:
+    value: Any = {"text": "word " * 1_000}
+    for level in range(400):
+        value = {f"level_{level}": value, "padding": "x" * 3_000}
+    data = json.dumps(value, indent=1).encode()
+    assert len(data) > OUTLINE_FROM_BYTES
+    markdown = extract_bounded(data, kind="json").markdown
+    assert max(line.count(".") for line in markdown.splitlines()) == 16
+    assert markdown.count("x" * 3_000) == 400
+    assert "word word" in markdown

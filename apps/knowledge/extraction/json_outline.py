@@ -56,6 +56,9 @@ _TOP = msgspec.json.Decoder(dict[str, _Member] | list[Raw] | str | int | float |
 _OBJECT = msgspec.json.Decoder(dict[str, Raw])
 _ARRAY = msgspec.json.Decoder(list[Raw])
 _OBJECT_OPENER, _ARRAY_OPENER = ord("{"), ord("[")
+_NUMBER_STARTS = frozenset(b"-0123456789")
+# Paths deeper than this are no longer read (and Python's recursion stays far from its limit).
+_MAX_DEPTH = 16
 _ENCODE = msgspec.json.encode
 
 # Escapes that stay escaped, so lines stay valid JSON and no control character appears:
@@ -184,7 +187,7 @@ class _Outline:
         # without another copy to add or strip one.
         return b"".join(out)
 
-    def items(self, items: list[Raw], path: str) -> None:
+    def items(self, items: list[Raw], path: str, depth: int = 0) -> None:
         """One line per item of an array, a long item split by its members.
 
         At the top of a section (``path`` empty) an item is its compact JSON; deeper, it is
@@ -194,7 +197,7 @@ class _Outline:
         if path:
             for index, item in enumerate(items):
                 item_path = f"{path}[{index}]"
-                if len(item) <= LINE_LIMIT or not self.split(item, item_path):
+                if len(item) <= LINE_LIMIT or not self.split(item, item_path, depth):
                     out += (f"- **{item_path}**: ".encode(), item, _NEWLINE)
         elif not items:
             return
@@ -203,10 +206,10 @@ class _Outline:
             out += chain.from_iterable(zip(items, repeat(_NEWLINE)))
         else:
             for index, item in enumerate(items):
-                if len(item) <= LINE_LIMIT or not self.split(item, f"[{index}]"):
+                if len(item) <= LINE_LIMIT or not self.split(item, f"[{index}]", depth):
                     out += (item, _NEWLINE)
 
-    def members(self, members: dict[str, Raw], path: str) -> None:
+    def members(self, members: dict[str, Raw], path: str, depth: int = 0) -> None:
         """``- **path**: <JSON>`` per member of an object, a long one split by its members."""
         out = self.out
         if self.quoted:
@@ -222,31 +225,44 @@ class _Outline:
             return
         for key, member in members.items():
             if len(member) <= LINE_LIMIT or not self.split(
-                member, f"{path}.{key}" if path else key
+                member, f"{path}.{key}" if path else key, depth
             ):
                 out += ((head + key + "**: ").encode(), member, _NEWLINE)
 
-    def split(self, raw: Raw, path: str) -> bool:
+    def split(self, raw: Raw, path: str, depth: int = 0) -> bool:
         """Write a long object's or array's members as lines of their own when that is worth
-        its cost in bytes (the paths) and the budget allows it."""
-        opener = memoryview(raw)[0]  # one byte, not a copy of the value
-        if opener == _OBJECT_OPENER:
+        its cost in bytes (the paths) and the budget allows it.
+
+        Reading the members reads the value once more, so numbers are not taken apart: an
+        array whose first item is a number, or an array of arrays starting with one
+        (coordinates, a matrix, a vector), stays one line. So does anything deeper than
+        ``_MAX_DEPTH`` levels.
+        """
+        if depth >= _MAX_DEPTH:
+            return False
+        view = memoryview(raw)  # bytes are read where they are, nothing is copied
+        if view[0] == _OBJECT_OPENER:
             children: dict[str, Raw] | list[Raw] = _OBJECT.decode(raw)
-        elif opener == _ARRAY_OPENER:
+        elif view[0] == _ARRAY_OPENER:
+            first = 1
+            while first < len(view) and view[first] == _ARRAY_OPENER:
+                first += 1
+            if first < len(view) and view[first] in _NUMBER_STARTS:
+                return False
             children = _ARRAY.decode(raw)
         else:
             return False
         # What the lines add: each repeats the path and its markup where the JSON had a key
         # and a comma (an index line a little more: the index).
         extra = len(children) * (len(path) + _LINE_MARKUP)
-        # Members smaller than that (a vector of numbers, an object of flags) stay together.
+        # Members smaller than that (an object of flags, a list of words) stay together.
         if extra > len(raw) or extra > self.budget:
             return False
         self.budget -= extra
         if isinstance(children, dict):
-            self.members(children, path)
+            self.members(children, path, depth + 1)
         else:
-            self.items(children, path)
+            self.items(children, path, depth + 1)
         return True
 
 
