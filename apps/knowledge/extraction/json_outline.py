@@ -65,7 +65,6 @@ _ENCODE = msgspec.json.encode
 # quote, backslash, C0 and C1 controls. An escaped backslash is matched too, so that the
 # parity of backslashes is read right (``\\\\u00e9`` is a backslash and "u00e9").
 _KEPT_ESCAPE = re.compile(rb"\\(?:\\|/|u00(?:[01][0-9a-fA-F]|22|5[cC]|7[fF]|[89][0-9a-fA-F]))")
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 # What clean_text rewrites, as it can appear in compact UTF-8 JSON: C1 controls (C2 80-9F)
 # and presentation forms (EF AC-BB); C0 controls cannot appear raw in valid JSON. Two
 # patterns that each start with a literal byte are searched at memchr speed, one
@@ -127,10 +126,13 @@ def _decode_escapes(compact: bytes) -> bytes:
         # Characters past Latin-1 become \uXXXX escapes and are decoded back; a backslash of
         # valid JSON is never followed by one, so no escape is made or unmade by this.
         text = protected.decode().encode("raw_unicode_escape").decode("raw_unicode_escape")
-    if _SURROGATE_ESCAPE.search(protected):
-        # Pairs decoded one half at a time: join them (a lone half becomes U+FFFD).
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text.encode().replace(_PLACEHOLDER, b"\\")
+    try:
+        decoded = text.encode()
+    except UnicodeEncodeError:
+        # Surrogate pairs are decoded one half at a time: join them. (msgspec has refused
+        # lone halves already.)
+        decoded = text.encode("utf-16", "surrogatepass").decode("utf-16").encode()
+    return decoded.replace(_PLACEHOLDER, b"\\")
 
 
 def _protect(match: re.Match[bytes]) -> bytes:
