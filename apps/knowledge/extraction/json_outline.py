@@ -2,31 +2,38 @@
 
 Parsing a 10 MB file into Python objects (orjson, the fastest at it) takes as long as the
 whole text pass-through, before a line is written. This writer never does: msgspec, in C,
-checks the syntax and rewrites the file as compact JSON (``format``), then splits it into
-its top-level members and their items as ``Raw`` byte slices of that compact text. Python
-touches one object per line written, not one per value.
+checks the syntax and rewrites the file as compact JSON (``format``), then splits it into its
+top-level members and their items as ``Raw`` byte slices of that compact text, which are
+joined into the markdown with one copy. Python touches one object per line written, not one
+per value (``benchmarks/json_extraction.py``, figures in docs/performance.md).
 
 The outline (docs/knowledge.md):
 
 * a top-level object's scalar members are ``- **key**: value`` items;
 * each top-level member holding a non-empty array or object gets a ``## key`` section: an
   array's items are one compact JSON line each, an object's members ``- **key**: <JSON>``;
-* a line longer than ``LINE_LIMIT`` bytes whose value is an object or an array of sizable items
-  is replaced by one line per member, ``- **path**: <JSON>``, the path relative to the section
-  (``[12].geometry.coordinates``, ``juliett_0.delta_0``), recursively, so long values keep their
-  keys next to them in chunks of search size. Splitting costs bytes (the paths); it only
-  spends what removing the input's whitespace saved, so the outline is never bigger than the
-  input (``budget``).
+* a line longer than ``LINE_LIMIT`` bytes whose value is an object, or an array of objects or
+  strings, is replaced by one line per member, ``- **path**: <JSON>``, the path relative to
+  the section (``[12].geometry``, ``juliett_0.delta_0.victor_2[1]``), recursively, so long
+  values keep their keys next to them in chunks of search size. Numbers are not taken apart
+  (an array starting with a number, or arrays of arrays that do: coordinates, a matrix, a
+  vector, stay one line), nor is anything ``_MAX_DEPTH`` levels down.
 
-Escapes: ``\\uXXXX`` escapes of visible characters and ``\\/`` are decoded (so "Zürich"
-written by ``json.dumps`` as ``Z\\u00fcrich`` is found as Zürich); escapes of quotes,
-backslashes and control characters stay, so every line is still valid JSON. This runs in
-C codecs (``raw_unicode_escape``) and only for files that have such escapes.
+Size: splitting costs bytes (the paths); it spends at most the whitespace that compacting
+the input saved. If the outline is still bigger than the input (a minified file of short
+object members, where ``- **key**: `` is longer than ``"key":``), it is written without
+splits, then with members as ``"key":<JSON>`` lines: never bigger than the input, but for a
+backslash before each ``<`` that would open an HTML tag.
+
+Escapes: ``\\uXXXX`` escapes of visible characters and ``\\/`` are decoded (so "Zürich" that
+``json.dumps`` wrote as ``Z\\u00fcrich`` is found as Zürich); escapes of quotes, backslashes and
+control characters stay, so every line is still valid JSON. This runs in C codecs
+(``raw_unicode_escape``) and only for files that have such escapes.
 
 ``render_outline`` returns None for what msgspec will not read: another encoding, a BOM, NaN,
-floats past the double range at the top level, nesting past its limit, bytes that are not
-UTF-8, and invalid JSON. The caller then takes the slow path, which reads those or says where
-the error is.
+lone surrogate escapes, floats past the double range at the top level, nesting deeper than
+Python's recursion limit, bytes that are not UTF-8, and invalid JSON. The caller then takes
+the slow path, which reads those or says where the error is.
 """
 
 from __future__ import annotations
