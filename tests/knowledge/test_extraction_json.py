@@ -333,3 +333,9 @@ def test_deeply_nested_large_json_is_split_to_a_bounded_depth() -> None:
     assert max(line.count(".") for line in markdown.splitlines()) == 16
     assert markdown.count("x" * 3_000) == 400
     assert "word word" in markdown
+
+
+def test_large_json_keeps_members_whose_keys_read_the_same_once_cleaned() -> None:
+    data = json.dumps({"s": {"a\u0007": 1, "a": 2}, "rows": list(range(300_000))}).encode()
+    assert len(data) > OUTLINE_FROM_BYTES
+    assert "## s\n\n- **a**: 1\n- **a**: 2\n" in extract(data, kind="json").markdown

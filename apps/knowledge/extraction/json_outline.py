@@ -39,6 +39,7 @@ the slow path, which reads those or says where the error is.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from itertools import chain, repeat
 from typing import Any
 
@@ -226,13 +227,15 @@ class _Outline:
                 out += (_ENCODE(key), b":", member, _NEWLINE)
             return
         head = f"- **{path}." if path else "- **"
+        pairs: Iterable[tuple[str, Raw]] = members.items()
         if not all(map(str.isprintable, members)):
-            members = {_text(key): member for key, member in members.items()}
+            # A list, not a dict: two keys may read the same once cleaned; both are kept.
+            pairs = [(_text(key), member) for key, member in pairs]
         if max(map(len, members.values()), default=0) <= LINE_LIMIT:
-            for key, member in members.items():
+            for key, member in pairs:
                 out += ((head + key + "**: ").encode(), member, _NEWLINE)
             return
-        for key, member in members.items():
+        for key, member in pairs:
             if len(member) <= LINE_LIMIT or not self.split(
                 member, f"{path}.{key}" if path else key, depth
             ):
