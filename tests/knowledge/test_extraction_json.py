@@ -4,11 +4,17 @@ large ones, every item kept, never bigger than the input."""
 from __future__ import annotations
 
 import json
+import re
+from random import Random
+from typing import Any
 
 import pytest
 
-from apps.knowledge.extraction import ExtractionFailed, extract, extract_bounded
+from apps.knowledge.extraction import ExtractionFailed, chunk_markdown, extract, extract_bounded
+from apps.knowledge.extraction.json_outline import LINE_LIMIT
 from apps.knowledge.extraction.tabular import OUTLINE_FROM_BYTES
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "café", "über", "東京", "مرحبا", "Привет", "zulu"]
 
 
 def records(count: int) -> list[dict[str, object]]:
@@ -90,3 +96,246 @@ def test_json_that_orjson_refuses_is_read_the_slow_way(data: bytes) -> None:
 def test_invalid_json_says_where() -> None:
     with pytest.raises(ExtractionFailed, match=r"line 2, column 7"):
         extract(b'{"a": 1,\n "b": tru}', kind="json")
+
+
+# --- Large files: the outline, checked by rebuilding the JSON from it ----------------------
+
+
+def shape(name: str, megabytes: float) -> Any:
+    """A JSON value of about ``megabytes`` (pretty-printed) of one of the benchmark's shapes.
+
+    Keys hold no ".", "[" or "*", so the test can read paths back.
+    """
+    random = Random(11)
+
+    def words(count: int) -> str:
+        return " ".join(random.choice(WORDS) for _ in range(count))
+
+    def tree(depth: int) -> Any:
+        if depth == 0:
+            return random.choice([words(4), random.randint(0, 10**6), True, None, 2.5])
+        kind = random.random()
+        if kind < 0.5:
+            return {f"{random.choice(WORDS)}_{i}": tree(depth - 1) for i in range(4)}
+        if kind < 0.8:
+            return [tree(depth - 1) for _ in range(4)]
+        return words(6)
+
+    count = int(megabytes * {"records": 3_500, "geojson": 420, "tree": 23, "matrix": 2_400}[name])
+    if name == "records":
+        return {
+            "exported_at": "2026-01-31",
+            "customers": [
+                {
+                    "id": number,
+                    "name": words(2),
+                    "address": {"street": words(3), "city": random.choice(WORDS), "zip": None},
+                    "tags": [random.choice(WORDS) for _ in range(random.randint(0, 3))],
+                    "orders": [{"sku": f"SKU-{number}", "quantity": 2}] * random.randint(0, 2),
+                    "score": number / 8,
+                }
+                for number in range(count)
+            ],
+        }
+    if name == "geojson":
+        return {
+            "type": "FeatureCollection",
+            "features": [
+                {
+                    "type": "Feature",
+                    "properties": {"name": words(2), "population": number * 7},
+                    "geometry": {
+                        "type": "Polygon",
+                        # Every tenth feature is too long for one line (a big polygon).
+                        "coordinates": [
+                            [[round(random.uniform(-180, 180), 6), 1.5]]
+                            * (400 if number % 10 == 0 else 8)
+                        ],
+                    },
+                }
+                for number in range(count)
+            ],
+        }
+    if name == "tree":
+        return {f"section_{number}": tree(6) for number in range(count)}
+    return [[random.randint(-(10**6), 10**6) for _ in range(40)] for _ in range(count)]
+
+
+_PATH_LINE = re.compile(r"- \*\*(.+?)\*\*: (.*)")
+_SEGMENT = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
+
+
+def rebuilt(markdown: str) -> Any:
+    """The JSON value an outline stands for: top-level ``- **key**: value`` items (their
+    values as text), ``## key`` sections of bare JSON lines (array items) and
+    ``- **path**: <JSON>`` lines."""
+    blocks = markdown.strip("\n").split("\n\n")
+    if not blocks[0].startswith(("## ", "- **")):  # a top-level array: no sections
+        return _rebuilt_section(blocks[0].splitlines())
+    top: dict[str, Any] = {}
+    index = 0
+    while index < len(blocks):
+        if blocks[index].startswith("## "):
+            top[blocks[index][3:]] = _rebuilt_section(blocks[index + 1].splitlines())
+            index += 2
+            continue
+        for line in blocks[index].splitlines():
+            key, value = _PATH_LINE.fullmatch(line).groups()  # type: ignore[union-attr]
+            top[key] = value
+        index += 1
+    return top
+
+
+def _rebuilt_section(lines: list[str]) -> Any:
+    root: dict[str, Any] = {}  # the section is root["value"]
+    for line in filter(None, lines):
+        match = _PATH_LINE.fullmatch(line)
+        if match is None:  # an array item
+            root.setdefault("value", []).append(json.loads(line))
+            continue
+        path, value = match.groups()
+        segments = [int(index) if index else key for index, key in _SEGMENT.findall(path)]
+        if "value" not in root:
+            root["value"] = [] if isinstance(segments[0], int) else {}
+        node: Any = root["value"]
+        for segment, following in zip(segments, [*segments[1:], None], strict=True):
+            child = (
+                json.loads(value) if following is None else ([] if type(following) is int else {})
+            )
+            if isinstance(node, list):
+                if segment == len(node):
+                    node.append(child)
+            elif segment not in node:
+                node[segment] = child
+            node = node[segment]
+    return root["value"]
+
+
+@pytest.mark.parametrize("name", ["records", "geojson", "tree", "matrix"])
+def test_large_json_keeps_every_value_at_its_key_path_and_is_no_bigger_than_the_input(
+    name: str,
+) -> None:
+    value = shape(name, 3)
+    data = json.dumps(value, ensure_ascii=False, indent=1).encode()
+    assert len(data) > 2 * 1024 * 1024
+    markdown = extract_bounded(data, kind="json").markdown
+    assert len(markdown.encode()) <= len(data)
+    # Top-level scalars are written as text (all strings here), the rest as JSON.
+    assert rebuilt(markdown) == value
+
+
+def test_large_json_splits_long_values_into_lines_under_their_key_paths() -> None:
+    value = shape("tree", 2)
+    data = json.dumps(value, ensure_ascii=False, indent=2).encode()
+    markdown = extract(data, kind="json").markdown
+    lines = markdown.splitlines()
+    # Values longer than a line are written member by member, each under its full path...
+    deep = [line for line in lines if line.startswith("- **") and line.count(".") >= 2]
+    assert len(deep) > 100
+    # ...so no line is much longer than the limit unless it is one value (a long string or a
+    # list of scalars) that splitting would not help.
+    for line in lines:
+        if len(line.encode()) > LINE_LIMIT + 200:
+            payload = json.loads(_PATH_LINE.fullmatch(line).group(2))  # type: ignore[union-attr]
+            assert not isinstance(payload, dict)
+    # A chunk of search starts with the path of what it holds.
+    chunks = chunk_markdown(markdown)
+    assert sum(chunk.text.startswith("- **") for chunk in chunks) > len(chunks) / 2
+
+
+def test_large_json_finds_a_nested_fact_next_to_its_key() -> None:
+    customers = [
+        {"id": number, "address": {"city": "Paris" if number == 4_321 else "Lyon"}}
+        for number in range(40_000)
+    ]
+    data = json.dumps({"customers": customers}, indent=2).encode()
+    markdown = extract(data, kind="json").markdown
+    assert '{"id":4321,"address":{"city":"Paris"}}\n' in markdown
+
+
+def test_large_json_with_ascii_escapes_is_written_as_the_characters() -> None:
+    # json.dumps escapes every non-ASCII character by default: the outline must still be
+    # searchable for "Zürich", and keep the escapes a JSON line needs.
+    rows = [
+        {"n": n, "city": "Zürich 東京 😀", "quote": 'say "hi"\\ \u0007 \\u00e9', "url": "a/b"}
+        for n in range(15_000)
+    ]
+    data = json.dumps({"rows": rows}).replace("a/b", "a\\/b").encode()
+    assert data.isascii()
+    assert len(data) > OUTLINE_FROM_BYTES
+    markdown = extract(data, kind="json").markdown
+    line = markdown.splitlines()[2]
+    assert line == (
+        '{"n":0,"city":"Zürich 東京 😀","quote":"say \\"hi\\"\\\\ \\u0007 \\\\u00e9","url":"a/b"}'
+    )
+    assert json.loads(line) == {**rows[0], "url": "a/b"}
+    assert len(markdown.encode()) <= len(data)
+
+
+def test_minified_large_json_of_short_members_is_no_bigger_than_the_input() -> None:
+    data = json.dumps({"flags": {f"f{n}": n % 2 == 0 for n in range(200_000)}}).encode()
+    data = data.replace(b", ", b",").replace(b": ", b":")
+    assert len(data) > OUTLINE_FROM_BYTES
+    markdown = extract(data, kind="json").markdown
+    assert len(markdown.encode()) <= len(data)
+    assert '"f199999":false\n' in markdown
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\xef\xbb\xbf" + json.dumps({"name": "café", "rows": list(range(300_000))}).encode(),
+        json.dumps({"name": "café", "rows": list(range(300_000)), "ratio": float("nan")}).encode(),
+    ],
+    ids=["utf-8-bom", "nan"],
+)
+def test_large_json_that_msgspec_refuses_is_read_the_slow_way(data: bytes) -> None:
+    assert len(data) > OUTLINE_FROM_BYTES
+    markdown = extract(data, kind="json").markdown
+    assert "- **name**: café\n" in markdown
+    assert "299999" in markdown
+
+
+def test_large_invalid_json_says_where() -> None:
+    data = json.dumps({"rows": list(range(300_000))}, indent=1).encode()[:-3] + b"x]}"
+    assert len(data) > OUTLINE_FROM_BYTES
+    with pytest.raises(ExtractionFailed, match=r"line 300003, column 2"):
+        extract(data, kind="json")
+
+
+def test_large_json_keeps_coordinates_on_one_line_and_properties_on_their_own() -> None:
+    ring = [[round(n / 7, 6), -1.5] for n in range(500)]
+    features = [
+        {
+            "type": "Feature",
+            "properties": {"name": f"parcel {n}"},
+            "geometry": {"type": "Polygon", "coordinates": [ring]},
+        }
+        for n in range(200)
+    ]
+    data = json.dumps({"type": "FeatureCollection", "features": features}, indent=2).encode()
+    assert len(data) > OUTLINE_FROM_BYTES
+    lines = extract(data, kind="json").markdown.splitlines()
+    assert '- **[7].properties**: {"name":"parcel 7"}' in lines
+    coordinates = [line for line in lines if line.startswith("- **[7].geometry.coordinates")]
+    assert coordinates == [
+        f"- **[7].geometry.coordinates**: {json.dumps([ring], separators=(',', ':'))}"
+    ]
+
+
+def test_deeply_nested_large_json_is_split_to_a_bounded_depth() -> None:
+    value: Any = {"text": "word " * 1_000}
+    for level in range(400):
+        value = {f"level_{level}": value, "padding": "x" * 3_000}
+    data = json.dumps(value, indent=1).encode()
+    assert len(data) > OUTLINE_FROM_BYTES
+    markdown = extract_bounded(data, kind="json").markdown
+    assert max(line.count(".") for line in markdown.splitlines()) == 16
+    assert markdown.count("x" * 3_000) == 400
+    assert "word word" in markdown
+
+
+def test_large_json_keeps_members_whose_keys_read_the_same_once_cleaned() -> None:
+    data = json.dumps({"s": {"a\u0007": 1, "a": 2}, "rows": list(range(300_000))}).encode()
+    assert len(data) > OUTLINE_FROM_BYTES
+    assert "## s\n\n- **a**: 1\n- **a**: 2\n" in extract(data, kind="json").markdown

@@ -18,18 +18,22 @@ JSON: rendered as markdown that keeps its structure, so it chunks and searches w
 * anything else is a nested list; an array of scalars is one item, so a matrix is one line per
   row. Below ``MAX_DEPTH`` levels values are compact JSON.
 
-Files past ``OUTLINE_FROM_BYTES`` are written as an outline instead: the same top-level items
-and ``## key`` sections, then one compact JSON line per item of an array (per member of an
-object). That keeps every value searchable and each chunk self-describing (a record line
-carries its keys), costs little beyond parsing, and is never bigger than the input
-(``benchmarks/json_extraction.py``, figures in docs/performance.md).
+Files past ``OUTLINE_FROM_BYTES`` are written as an outline instead (``json_outline``): the
+same top-level items and ``## key`` sections, then one compact JSON line per item of an array
+(``- **key**: <JSON>`` per member of an object), lines too long for search split under their
+key paths. It is written from msgspec's byte slices without making Python objects of the
+values, faster than the text pass-through and never bigger than the input
+(``benchmarks/json_extraction.py``, figures in docs/performance.md). A large file msgspec will
+not read (another encoding, a BOM, NaN, ...) is parsed below and written by
+``render_json_outline``: the same sections and lines, without splitting long ones (and with
+objects' string members unquoted).
 
-Speed: orjson parses UTF-8 bytes directly (the json module, slower, takes other encodings,
-NaN and numbers past 64 bits, locates syntax errors, and parses when the memory cap is too
-tight for orjson, which aborts rather than raising MemoryError); the cyclic garbage collector is
-paused while millions of objects are made; markdown clean-up runs once over the whole text, and
-only when the bytes can hold what it removes. Invalid or truncated JSON fails with the position
-of the error.
+Speed of the parse below: orjson parses UTF-8 bytes directly (the json module, slower, takes
+other encodings, NaN and numbers past 64 bits, locates syntax errors, and parses when the
+memory cap is too tight for orjson, which aborts rather than raising MemoryError); the cyclic
+garbage collector is paused while millions of objects are made; markdown clean-up runs once
+over the whole text, and only when the bytes can hold what it removes. Invalid or truncated
+JSON fails with the position of the error.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from typing import Any
 import orjson
 
 from .errors import ExtractionFailed
+from .json_outline import render_outline
 from .markdown import clean_text, escape_block_starts, escape_inline, join_blocks, markdown_table
 from .result import Extraction
 from .text import decode_or_fail
@@ -56,7 +61,7 @@ MAX_ROWS = 2_000
 MAX_COLUMNS = 100
 MAX_DEPTH = 40
 # Past this size JSON is written as an outline (sections, then one compact JSON line per
-# item) rather than tables and nested lists: as fast as reading the file as text.
+# item) rather than tables and nested lists: faster than reading the file as text.
 OUTLINE_FROM_BYTES = 1024 * 1024
 _DELIMITERS = (",", ";", "\t", "|")
 _SNIFF_CHARS = 64 * 1024
@@ -132,6 +137,10 @@ def sniff_delimiter(text: str) -> str:
 
 
 def extract_json(data: bytes) -> Extraction:
+    if len(data) > OUTLINE_FROM_BYTES:
+        outline = render_outline(data)
+        if outline is not None:
+            return Extraction(markdown=outline, page_count=None, title=None)
     # Parsing makes millions of objects, none of them garbage: the cyclic collector would
     # walk them again and again for nothing (a third of the time on a 10 MB file).
     with _collector_paused():
@@ -234,7 +243,8 @@ def render_json(value: Any, *, clean: bool = True) -> str:
 
 
 def render_json_outline(value: Any, *, clean: bool = True) -> str:
-    """Large JSON: sections and items as in ``render_json``, values as compact JSON lines."""
+    """Large JSON that ``render_outline`` could not read: sections and items as in
+    ``render_json``, values as compact JSON lines."""
     return _render_sections(
         value,
         is_section=lambda member: type(member) in _CONTAINERS and bool(member),
