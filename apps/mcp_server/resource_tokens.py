@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.core import signing
 from django.http import HttpRequest
 from django.utils import timezone
 
 from apps.common.errors import Unauthorized
+from apps.common.signed_tokens import signed_token, signed_token_payload
 from apps.common.time import iso
 from apps.workspaces.models import ApiKey
 from apps.workspaces.services import api_key_by_lookup_id, api_key_usable_check
@@ -82,16 +82,15 @@ def resource_token_sign(
         "i": int(token.issued_at.timestamp()),
         "e": int(token.expires_at.timestamp()),
     }
-    signed = signing.Signer(salt=_SALT).sign_object(payload)
-    return f"{RESOURCE_TOKEN_PREFIX}_{signed}", token
+    return signed_token(prefix=RESOURCE_TOKEN_PREFIX, salt=_SALT, payload=payload), token
 
 
 def resource_token_verify(*, raw_token: str, audience: str) -> tuple[ResourceToken, ApiKey]:
     """The token and its grant key, or Unauthorized."""
+    payload = signed_token_payload(raw=raw_token, prefix=RESOURCE_TOKEN_PREFIX, salt=_SALT)
+    if payload is None:
+        raise Unauthorized("The resource token is not valid.")
     try:
-        payload = signing.Signer(salt=_SALT).unsign_object(
-            raw_token[len(RESOURCE_TOKEN_PREFIX) + 1 :]
-        )
         token = ResourceToken(
             token_id=str(payload["t"]),
             connection_id=str(payload["c"]),
@@ -101,7 +100,7 @@ def resource_token_verify(*, raw_token: str, audience: str) -> tuple[ResourceTok
             issued_at=datetime.fromtimestamp(int(payload["i"]), UTC),
             expires_at=datetime.fromtimestamp(int(payload["e"]), UTC),
         )
-    except (signing.BadSignature, ValueError, TypeError, KeyError, OverflowError):
+    except (ValueError, TypeError, KeyError, OverflowError):
         raise Unauthorized("The resource token is not valid.") from None
     if token.audience != audience:
         raise Unauthorized(f"The resource token was issued for {token.audience}, not this API.")

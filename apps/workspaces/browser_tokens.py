@@ -12,10 +12,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.core import signing
 from django.utils import timezone
 
 from apps.common.errors import Unauthorized
+from apps.common.signed_tokens import signed_token, signed_token_payload
 from apps.common.time import iso
 from apps.workspaces.models import ApiKey
 from apps.workspaces.services import api_key_by_lookup_id, api_key_usable_check
@@ -66,8 +66,7 @@ def browser_token_sign(
         "i": int(token.issued_at.timestamp()),
         "e": int(token.expires_at.timestamp()),
     }
-    signed = signing.Signer(salt=_SALT).sign_object(payload)
-    return f"{BROWSER_TOKEN_PREFIX}_{signed}", token
+    return signed_token(prefix=BROWSER_TOKEN_PREFIX, salt=_SALT, payload=payload), token
 
 
 def is_browser_token(raw: str) -> bool:
@@ -76,10 +75,10 @@ def is_browser_token(raw: str) -> bool:
 
 def browser_token_verify(*, raw_token: str) -> tuple[BrowserToken, ApiKey]:
     """The token and its minting key, or Unauthorized."""
+    payload = signed_token_payload(raw=raw_token, prefix=BROWSER_TOKEN_PREFIX, salt=_SALT)
+    if payload is None:
+        raise Unauthorized("The browser token is not valid.")
     try:
-        payload = signing.Signer(salt=_SALT).unsign_object(
-            raw_token[len(BROWSER_TOKEN_PREFIX) + 1 :]
-        )
         token = BrowserToken(
             token_id=str(payload["t"]),
             agent_id=str(payload["a"]),
@@ -88,7 +87,7 @@ def browser_token_verify(*, raw_token: str) -> tuple[BrowserToken, ApiKey]:
             issued_at=datetime.fromtimestamp(int(payload["i"]), UTC),
             expires_at=datetime.fromtimestamp(int(payload["e"]), UTC),
         )
-    except (signing.BadSignature, ValueError, TypeError, KeyError, OverflowError):
+    except (ValueError, TypeError, KeyError, OverflowError):
         raise Unauthorized("The browser token is not valid.") from None
     if token.expires_at <= timezone.now():
         raise Unauthorized(
