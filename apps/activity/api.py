@@ -5,6 +5,7 @@ Thin: parse the query, call a selector or the recording service, render with pla
 
 from typing import Any, cast
 
+from django.db import connection
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -17,6 +18,9 @@ from apps.activity import selectors
 from apps.activity.rendering import (
     conversation_to_dict,
     message_to_dict,
+    run_list_rows,
+    run_row_cursor,
+    run_row_to_dict,
     run_to_dict,
     user_to_dict,
 )
@@ -37,6 +41,7 @@ from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
+from apps.common.keyset import page_request, paginate
 from apps.workspaces.browser_tokens import DEFAULT_LIFETIME_SECONDS
 
 UserList = list_envelope(UserOut, "UserList")
@@ -136,7 +141,15 @@ class RunViewSet(AgentViewSet):
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.RUN_FILTERS)
         queryset = selectors.run_list(agent=self.agent, filters=filters)
-        return self.paginated(queryset, keyset=selectors.RUN_KEYSET, render=run_to_dict)
+        if connection.vendor != "postgresql":
+            return self.paginated(queryset, keyset=selectors.RUN_KEYSET, render=run_to_dict)
+        page = paginate(
+            run_list_rows(queryset),
+            keyset=selectors.RUN_KEYSET,
+            page=page_request(request.query_params),
+            cursor_of=run_row_cursor,
+        )
+        return json_response(page.envelope(run_row_to_dict))
 
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
