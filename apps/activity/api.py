@@ -5,7 +5,6 @@ Thin: parse the query, call a selector or the recording service, render with pla
 
 from typing import Any, cast
 
-from django.db import connection
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -16,11 +15,11 @@ from drf_spectacular.utils import (
 
 from apps.activity import selectors
 from apps.activity.rendering import (
+    CONVERSATION,
+    MESSAGE,
+    RUN,
+    USER,
     conversation_to_dict,
-    message_to_dict,
-    run_list_rows,
-    run_row_cursor,
-    run_row_to_dict,
     run_to_dict,
     user_to_dict,
 )
@@ -41,7 +40,6 @@ from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
-from apps.common.keyset import page_request, paginate
 from apps.workspaces.browser_tokens import DEFAULT_LIFETIME_SECONDS
 
 UserList = list_envelope(UserOut, "UserList")
@@ -79,7 +77,7 @@ class UserViewSet(AgentViewSet):
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.USER_FILTERS)
         queryset = selectors.user_list(agent=self.agent, filters=filters)
-        return self.paginated(queryset, keyset=selectors.USER_KEYSET, render=user_to_dict)
+        return self.paginated_shape(queryset, keyset=selectors.USER_KEYSET, shape=USER)
 
     @extend_schema(summary="Retrieve a user", parameters=ID_PARAMETER, responses={200: UserOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
@@ -105,8 +103,8 @@ class ConversationViewSet(AgentViewSet):
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.CONVERSATION_FILTERS)
         queryset = selectors.conversation_list(agent=self.agent, filters=filters)
-        return self.paginated(
-            queryset, keyset=selectors.CONVERSATION_KEYSET, render=conversation_to_dict
+        return self.paginated_shape(
+            queryset, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION
         )
 
     @extend_schema(
@@ -124,7 +122,7 @@ class ConversationViewSet(AgentViewSet):
     )
     def messages(self, request, id: str, agent_id: str | None = None):
         queryset = selectors.message_list(agent=self.agent, conversation_id=id)
-        return self.paginated(queryset, keyset=selectors.MESSAGE_KEYSET, render=message_to_dict)
+        return self.paginated_shape(queryset, keyset=selectors.MESSAGE_KEYSET, shape=MESSAGE)
 
 
 class RunViewSet(AgentViewSet):
@@ -141,15 +139,7 @@ class RunViewSet(AgentViewSet):
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.RUN_FILTERS)
         queryset = selectors.run_list(agent=self.agent, filters=filters)
-        if connection.vendor != "postgresql":
-            return self.paginated(queryset, keyset=selectors.RUN_KEYSET, render=run_to_dict)
-        page = paginate(
-            run_list_rows(queryset),
-            keyset=selectors.RUN_KEYSET,
-            page=page_request(request.query_params),
-            cursor_of=run_row_cursor,
-        )
-        return json_response(page.envelope(run_row_to_dict))
+        return self.paginated_shape(queryset, keyset=selectors.RUN_KEYSET, shape=RUN)
 
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
@@ -219,8 +209,8 @@ class MeConversationViewSet(AgentViewSet):
         queryset = selectors.conversation_list(
             agent=self.agent, filters={"user_id": self.end_user_id}
         )
-        return self.paginated(
-            queryset, keyset=selectors.CONVERSATION_KEYSET, render=conversation_to_dict
+        return self.paginated_shape(
+            queryset, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION
         )
 
     @extend_schema(
@@ -234,7 +224,7 @@ class MeConversationViewSet(AgentViewSet):
         queryset = selectors.message_list(
             agent=self.agent, conversation_id=id, user_id=self.end_user_id
         )
-        return self.paginated(queryset, keyset=selectors.MESSAGE_KEYSET, render=message_to_dict)
+        return self.paginated_shape(queryset, keyset=selectors.MESSAGE_KEYSET, shape=MESSAGE)
 
 
 IngestRecord = PolymorphicProxySerializer(

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import orjson
+from django.db import connection
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
@@ -14,6 +15,7 @@ from rest_framework.viewsets import ViewSet
 from apps.api.credentials import Credential
 from apps.common.errors import NotFound
 from apps.common.keyset import Keyset, page_request, paginate
+from apps.common.shapes import Shape
 from apps.common.time import iso
 from apps.workspaces.models import Agent
 
@@ -71,6 +73,17 @@ class AgentViewSet(ViewSet):
         """One keyset page of `queryset` in the list envelope, `limit`/`after` from the query."""
         page = paginate(queryset, keyset=keyset, page=page_request(self.request.query_params))
         return json_response(page.envelope(render))
+
+    def paginated_shape(self, queryset, *, keyset: Keyset, shape: Shape) -> HttpResponse:
+        """`paginated` for a contract object: on PostgreSQL from rows the database formats
+        (no model objects, no timestamp parsing), elsewhere from the models."""
+        wanted = page_request(self.request.query_params)
+        if connection.vendor != "postgresql":
+            page = paginate(queryset, keyset=keyset, page=wanted)
+            return json_response(page.envelope(shape.from_model))
+        rows = shape.rows(queryset, cursor_field=keyset.field)
+        page = paginate(rows, keyset=keyset, page=wanted, cursor_of=shape.cursor)
+        return json_response(page.envelope(shape.from_row))
 
 
 def json_response(data, *, status: int = 200) -> HttpResponse:

@@ -1,13 +1,21 @@
-"""GET /v1/runs on PostgreSQL builds its page from rows PostgreSQL has already formatted
-(issue 14): every run must come out exactly as GET /v1/runs/{id} (the model path) writes it,
-whatever its timestamps and arrays hold, and paging must stay exact to the microsecond."""
+"""The /v1 lists on PostgreSQL build their pages from rows PostgreSQL has already formatted
+(issue 14, apps.common.shapes): every item must come out exactly as the model path writes it
+(GET of the one object), whatever its timestamps and JSON hold, and paging must stay exact to
+the microsecond."""
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 
-from tests.activity.factories import conversation_factory, run_factory
+from apps.activity.models import Message
+from apps.activity.rendering import message_to_dict
+from tests.activity.factories import (
+    conversation_factory,
+    end_user_factory,
+    message_factory,
+    run_factory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +70,32 @@ def test_paging_is_exact_across_runs_a_microsecond_apart(api, agent):
             break
         cursor = body["next_cursor"]
     assert sorted(seen) == sorted(run.id for run in made) and len(seen) == len(set(seen))
+
+
+def test_users_conversations_and_messages_too(api, agent):
+    base = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+    quiet = end_user_factory(agent=agent, display_name="Zoë «Q»", email=None)
+    talk = conversation_factory(agent=agent, user=quiet, title=None,
+                                updated_at=base.replace(microsecond=123_999))  # fmt: skip
+    conversation_factory(agent=agent, title="Second", updated_at=base)
+    message_factory(conversation=talk, created_at=base,
+                    parts=[{"type": "text", "text": "héllo"}, {"type": "tool-x", "input": {"b": 1, "a": [1.5, None]}}])  # fmt: skip
+    message_factory(conversation=talk, created_at=base + timedelta(microseconds=1), parts=[])
+
+    users = api.get("/v1/users?limit=100").json()["data"]
+    assert users and all(u == api.get(f"/v1/users/{u['id']}").json() for u in users)
+    conversations = api.get("/v1/conversations?limit=100").json()["data"]
+    assert len(conversations) == 2
+    for item in conversations:
+        assert item == api.get(f"/v1/conversations/{item['id']}").json()
+    assert conversations[0]["updated_at"] == "2026-03-01T12:00:00.123Z"
+    messages = api.get(f"/v1/conversations/{talk.id}/messages?limit=1").json()
+    rows = messages["data"]
+    rows += api.get(
+        f"/v1/conversations/{talk.id}/messages?limit=1&after={messages['next_cursor']}"
+    ).json()["data"]
+    expected = [
+        message_to_dict(m) for m in Message.objects.filter(agent=agent).order_by("created_at")
+    ]
+    assert rows == expected
+    assert rows[0]["parts"][1]["input"] == {"b": 1, "a": [1.5, None]}
