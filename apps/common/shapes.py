@@ -1,7 +1,7 @@
 """How a contract object is written from a model instance, or from a row PostgreSQL has
 already formatted (the list pages' fast path; see `Shape`)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import orjson
@@ -28,16 +28,20 @@ class Shape:
     fields: tuple[str, ...]
     times: frozenset[str] = frozenset()
     json: frozenset[str] = frozenset()
+    # (output field, row key, is JSON text) for each field: worked out once, not for every row.
+    _row_plan: tuple[tuple[str, str, bool], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
 
     def from_model(self, instance) -> dict:
         out: dict = {"object": self.name}
-        for field in self.fields:
-            value = getattr(instance, field)
-            if field in self.times:
+        for name in self.fields:
+            value = getattr(instance, name)
+            if name in self.times:
                 value = iso(value)
-            elif field in self.json and isinstance(value, list):
+            elif name in self.json and isinstance(value, list):
                 value = list(value)
-            out[field] = value
+            out[name] = value
         return out
 
     def rows(self, queryset: QuerySet, *, cursor_field: str) -> QuerySet:
@@ -45,31 +49,30 @@ class Shape:
         `iso()`'s form, JSON as text, and the cursor's field to the microsecond."""
         text = TextField()
         annotations: dict[str, Func] = {
-            f"{field}_out": Func(F(field), template=_ISO_TEMPLATE, output_field=text)
-            for field in self.times
+            f"{name}_out": Func(F(name), template=_ISO_TEMPLATE, output_field=text)
+            for name in self.times
         }
-        annotations.update({f"{field}_out": Cast(field, text) for field in self.json})
+        annotations.update({f"{name}_out": Cast(name, text) for name in self.json})
         annotations["cursor_at"] = Func(
             F(cursor_field), template=_CURSOR_TEMPLATE, output_field=text
         )
-        plain = [f for f in self.fields if f not in self.times and f not in self.json]
+        plain = [name for name in self.fields if name not in self.times and name not in self.json]
         return queryset.annotate(**annotations).values(*plain, *annotations)
 
     def __post_init__(self) -> None:
-        # (output field, row key, is JSON text) once, not worked out again for every row.
         plan = tuple(
-            (field, f"{field}_out" if field in self.times or field in self.json else field,
-             field in self.json)
-            for field in self.fields
+            (name, f"{name}_out" if name in self.times or name in self.json else name,
+             name in self.json)
+            for name in self.fields
         )  # fmt: skip
         object.__setattr__(self, "_row_plan", plan)
 
     def from_row(self, row: dict) -> dict:
         out: dict = {"object": self.name}
         loads = orjson.loads
-        for field, key, is_json in self._row_plan:  # type: ignore[attr-defined]
+        for name, key, is_json in self._row_plan:
             value = row[key]
-            out[field] = loads(value) if is_json and value is not None else value
+            out[name] = loads(value) if is_json and value is not None else value
         return out
 
     @staticmethod
