@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
@@ -17,12 +18,12 @@ from apps.mcp_server.oauth import DEFAULT_SCOPES, GRANTABLE_SCOPES, agent_scope
 from apps.mcp_server.selectors import (
     connected_app_get,
     connected_app_list,
-    consent_agent_choices,
 )
 from apps.mcp_server.services import connected_app_grant, connected_app_revoke
 from apps.workspaces.console import ConsoleRequest, console_view
-from apps.workspaces.models import Membership
+from apps.workspaces.models import Agent
 from apps.workspaces.scopes import OWNER_SCOPES
+from apps.workspaces.selectors import agent_list_for_user, owned_workspace_ids
 
 
 class ConsentView(AuthorizationView):
@@ -33,11 +34,16 @@ class ConsentView(AuthorizationView):
     template_name = "mcp_server/consent.html"
     form_class = ConsentForm
 
+    @cached_property
+    def agents(self) -> list[Agent]:
+        """The Agents the member may connect: the active ones of their workspaces."""
+        return list(agent_list_for_user(user=self.request.user))
+
     def get_initial(self):
         initial = super().get_initial()
         requested = [scope for scope in initial["scope"].split() if scope in GRANTABLE_SCOPES]
         initial["granted_scopes"] = requested or DEFAULT_SCOPES
-        agents = consent_agent_choices(user=self.request.user)
+        agents = self.agents
         current = self.request.session.get("console_agent_id")
         if agents:
             initial["agent_id"] = current if any(a.pk == current for a in agents) else agents[0].pk
@@ -46,13 +52,7 @@ class ConsentView(AuthorizationView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         form = context.get("form")
-        user = self.request.user
-        agents = consent_agent_choices(user=user)
-        owned = set(
-            Membership.objects.filter(user=user, role=Membership.Role.OWNER).values_list(
-                "workspace_id", flat=True
-            )
-        )
+        owned = owned_workspace_ids(user=self.request.user)
         if "application" not in context and form is not None:
             client_id = form.data.get("client_id") or form.initial.get("client_id")
             context["application"] = (
@@ -61,7 +61,7 @@ class ConsentView(AuthorizationView):
         chosen = set(form["granted_scopes"].value() or []) if form is not None else set()
         context.update(
             {
-                "agents": agents,
+                "agents": self.agents,
                 "owned_workspaces": owned,
                 "is_owner_anywhere": bool(owned),
                 "scope_rows": [

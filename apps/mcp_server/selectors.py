@@ -4,7 +4,6 @@ from django.db.models import QuerySet
 
 from apps.mcp_server.models import ConnectedApplication
 from apps.workspaces.models import Agent
-from apps.workspaces.selectors import agent_list_for_user
 
 
 def connected_app_list(*, agent: Agent) -> QuerySet[ConnectedApplication]:
@@ -22,9 +21,3 @@ def connected_app_get(*, agent: Agent, connection_id: str) -> ConnectedApplicati
         .select_related("application", "user", "grant_key")
         .first()
     )
-
-
-def consent_agent_choices(*, user) -> list[Agent]:
-    """The Agents a member may connect an application to: the active Agents of their
-    workspaces, grouped by workspace name."""
-    return list(agent_list_for_user(user=user))

@@ -69,29 +69,34 @@ def connected_app_revoke(*, connection: ConnectedApplication, by_user) -> Connec
 
 def _revoke(connection: ConnectedApplication) -> None:
     def end_oauth_tokens() -> None:
-        now = timezone.now()
         ConnectedApplication.objects.filter(pk=connection.pk, revoked_at__isnull=True).update(
-            revoked_at=now
+            revoked_at=timezone.now()
         )
-        scope = agent_scope(connection.agent_id)
         mine = Q(user_id=connection.user_id, application_id=connection.application_id)
-        # `contains` narrows in SQL; the exact Agent is checked on the split scopes.
-        for model in (AccessToken, RefreshToken, Grant):
-            if model is RefreshToken:
-                candidates = RefreshToken.objects.filter(mine).select_related("access_token")
-                ids = [
-                    token.pk
-                    for token in candidates
-                    if token.access_token is None
-                    or split_grant_scopes(token.access_token.scope)[0] == connection.agent_id
+        for model in (AccessToken, Grant):
+            # `contains` narrows in SQL; the exact Agent is checked on the split scopes.
+            rows = model.objects.filter(mine, scope__contains=agent_scope(connection.agent_id))
+            model.objects.filter(
+                pk__in=[
+                    pk for pk, text in rows.values_list("pk", "scope") if _is_for(connection, text)
                 ]
-                RefreshToken.objects.filter(pk__in=ids).delete()
-                continue
-            rows = model.objects.filter(mine, scope__contains=scope).values_list("pk", "scope")
-            ids = [pk for pk, text in rows if split_grant_scopes(text)[0] == connection.agent_id]
-            model.objects.filter(pk__in=ids).delete()
+            ).delete()
+        # A refresh token carries no scope; its access token does (or is gone: then it cannot
+        # be told apart, and goes too).
+        refresh = RefreshToken.objects.filter(mine).select_related("access_token")
+        RefreshToken.objects.filter(
+            pk__in=[
+                token.pk
+                for token in refresh
+                if token.access_token is None or _is_for(connection, token.access_token.scope)
+            ]
+        ).delete()
 
     api_key_revoke_now(connection.grant_key, then=end_oauth_tokens)
+
+
+def _is_for(connection: ConnectedApplication, scope: str) -> bool:
+    return split_grant_scopes(scope)[0] == connection.agent_id
 
 
 def resource_token_exchange(

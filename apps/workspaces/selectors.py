@@ -57,6 +57,14 @@ def api_key_list(*, agent: Agent) -> QuerySet[ApiKey]:
     )
 
 
+def owned_workspace_ids(*, user) -> set[str]:
+    return set(
+        Membership.objects.filter(user=user, role=Membership.Role.OWNER).values_list(
+            "workspace_id", flat=True
+        )
+    )
+
+
 def is_workspace_owner(*, user_id: int | None, workspace_id: str) -> bool:
     if user_id is None:
         return False
