@@ -34,7 +34,8 @@ def credential_from(raw: str, *, audience: str) -> Credential:
             "This is an OAuth token of the Agents MCP server; it works on /mcp only. The REST "
             "API takes an API key, a browser token or the MCP server's resource token."
         )
-    return Credential.for_api_key(api_key_authenticate(raw_key=raw))
+    key, counted = api_key_authenticate(raw_key=raw)
+    return Credential.for_api_key(key, counted)
 
 
 def _authenticated(request, raw: str) -> tuple[None, Credential]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from apps.api.throttling import CountedRequest
 from apps.mcp_server.resource_tokens import ResourceToken
 from apps.workspaces.browser_tokens import BrowserToken
 from apps.workspaces.models import Agent, ApiKey
@@ -36,10 +37,19 @@ class Credential:
     token: BrowserToken | None = None
     # Set for resource tokens only.
     resource_token: ResourceToken | None = None
+    # Set when the request was counted in its rate window as the key was looked up (one Redis
+    # round trip for both); the throttle then counts nothing.
+    counted: CountedRequest | None = None
 
     @classmethod
-    def for_api_key(cls, key: ApiKey) -> "Credential":
-        return cls(kind="api_key", key=key, scopes=frozenset(key.scopes), public_id=key.prefix)
+    def for_api_key(cls, key: ApiKey, counted: CountedRequest | None = None) -> "Credential":
+        return cls(
+            kind="api_key",
+            key=key,
+            scopes=frozenset(key.scopes),
+            public_id=key.prefix,
+            counted=counted,
+        )
 
     @classmethod
     def for_browser_token(cls, token: BrowserToken, key: ApiKey) -> "Credential":

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from functools import cache
-from typing import Protocol
+from typing import Protocol, cast
 
 import redis
 from django.conf import settings
@@ -71,30 +71,63 @@ class _Store(Protocol):
         ...
 
 
-# KEYS[1]: the window, a list of timestamps newest first. ARGV: now, limit, window seconds.
-# Returns {counted (0/1), requests in the window, the timestamp that frees the next request}.
-# Requests that left the window are dropped from the tail first, so every step is O(1) however
-# high the limit (each entry is dropped once). Timestamps go back as strings: a Lua number
-# returned to Redis is truncated to an integer.
-_HIT_SCRIPT = """
-local key = KEYS[1]
-local now, limit, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local since = now - window
-while true do
-    local tail = redis.call('LINDEX', key, -1)
-    if not tail or tonumber(tail) > since then
-        break
+# Counts a request at `now` in the window `key` (a list of timestamps newest first) unless
+# `limit` were counted since `now - window`. Returns {counted (0/1), requests in the window, the
+# timestamp that frees the next request}. Requests that left the window are dropped from the
+# tail first, so every step is O(1) however high the limit (each entry is dropped once).
+# Timestamps go back as strings: a Lua number returned to Redis is truncated to an integer.
+_WINDOW_HIT_FUNCTION = """
+local function window_hit(key, now_text, limit, window)
+    local since = tonumber(now_text) - window
+    while true do
+        local tail = redis.call('LINDEX', key, -1)
+        if not tail or tonumber(tail) > since then
+            break
+        end
+        redis.call('RPOP', key)
     end
-    redis.call('RPOP', key)
+    local count = redis.call('LLEN', key)
+    if count >= limit then
+        return {0, count, redis.call('LINDEX', key, limit - 1)}
+    end
+    redis.call('LPUSH', key, now_text)
+    redis.call('EXPIRE', key, window)
+    return {1, count + 1, redis.call('LINDEX', key, -1)}
 end
-local count = redis.call('LLEN', key)
-if count >= limit then
-    return {0, count, redis.call('LINDEX', key, limit - 1)}
-end
-redis.call('LPUSH', key, ARGV[1])
-redis.call('EXPIRE', key, window)
-return {1, count + 1, redis.call('LINDEX', key, -1)}
 """
+
+# KEYS[1]: the window. ARGV: now, limit, window seconds.
+_HIT_SCRIPT = (
+    _WINDOW_HIT_FUNCTION
+    + """
+return window_hit(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+"""
+)
+
+# An API key's lookup and the count of its request in one round trip (issue 14).
+# KEYS[1]: the key's cached record (`key_record`): its secret's hash, the name of its window, a
+# newline, the payload. ARGV: the hash of the secret the request sent, now, limit, window
+# seconds, and the window key's text before and after the name. Returns {} when there is no
+# record; {payload} when the hashes differ, counting nothing, so that knowing a key's public
+# lookup id is not enough to spend its requests; {payload, counted, count, oldest} otherwise.
+_GATED_HIT_SCRIPT = (
+    _WINDOW_HIT_FUNCTION
+    + """
+local record = redis.call('GET', KEYS[1])
+if not record then
+    return {}
+end
+local hash_length = string.len(ARGV[1])
+local newline = string.find(record, '\\n', hash_length + 1, true)
+local payload = string.sub(record, newline + 1)
+if string.sub(record, 1, hash_length) ~= ARGV[1] then
+    return {payload}
+end
+local window_key = ARGV[5] .. string.sub(record, hash_length + 1, newline - 1) .. ARGV[6]
+local hit = window_hit(window_key, ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
+return {payload, hit[1], hit[2], hit[3]}
+"""
+)
 
 
 class _RedisStore:
@@ -111,6 +144,7 @@ class _RedisStore:
             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
         )
         self.script = self.client.register_script(_HIT_SCRIPT)
+        self.gated_script = self.client.register_script(_GATED_HIT_SCRIPT)
 
     def hit(self, key: str, limit: int, window: int, now: float) -> tuple[bool, int, float]:
         counted, count, oldest = self.script(keys=[self.PREFIX + key], args=[now, limit, window])
@@ -164,19 +198,13 @@ def _rate(text: str) -> RateLimitItem:
     return parse(text)
 
 
-def rate_window_hit(*, identifier: str) -> WindowState | None:
-    """Count one request of `identifier` against `API_RATE_LIMIT`; None if the store is down."""
-    rate = _rate(settings.API_RATE_LIMIT)
-    limit, window = rate.amount, rate.get_expiry()
-    now = time.time()
-    key = rate.key_for("api-key", identifier)
-    try:
-        counted, count, oldest = _store(settings.RATE_LIMIT_STORAGE_URL).hit(
-            key, limit, window, now
-        )
-    except (redis.RedisError, OSError):
-        logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
-        return None
+# The namespace of every window's key (`limits`' layout, kept for the deploy).
+_NAMESPACE = "api-key"
+
+
+def _window_state(
+    counted: bool, count: int, oldest: float, *, limit: int, window: int, now: float
+) -> WindowState:
     # `oldest + window` is strictly after `now`, so this is at least 1 and exact for a whole
     # number of seconds. Clamped: a clock running ahead on another server must not promise a
     # wait longer than the window.
@@ -190,12 +218,133 @@ def rate_window_hit(*, identifier: str) -> WindowState | None:
     )
 
 
+def _store_unavailable() -> None:
+    logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
+
+
+def rate_window_hit(*, identifier: str) -> WindowState | None:
+    """Count one request of `identifier` against `API_RATE_LIMIT`; None if the store is down."""
+    rate = _rate(settings.API_RATE_LIMIT)
+    limit, window = rate.amount, rate.get_expiry()
+    now = time.time()
+    key = rate.key_for(_NAMESPACE, identifier)
+    try:
+        counted, count, oldest = _store(settings.RATE_LIMIT_STORAGE_URL).hit(
+            key, limit, window, now
+        )
+    except (redis.RedisError, OSError):
+        _store_unavailable()
+        return None
+    return _window_state(counted, count, oldest, limit=limit, window=window, now=now)
+
+
+# --- API keys cached beside their windows -------------------------------------------------------
+#
+# With a Redis store, the API key cache lives in it too, as records the gated script reads: a
+# request with a cached key is looked up and counted in one round trip (issue 14). The record's
+# format is this module's; what the payload holds is the caller's.
+
+
+@dataclass(frozen=True)
+class CountedRequest:
+    """A request counted while its key was looked up; `state` is None when the store was
+    unreachable (the request is then served without a limit, and counted no more)."""
+
+    state: WindowState | None
+
+
+class KeyStoreUnavailable(Exception):
+    """The Redis store that holds key records could not be read or written."""
+
+
+def key_records_enabled() -> bool:
+    """Whether key records are kept: only in a shared store, since a per-process cache could
+    not be told about a revocation made by another process."""
+    return not settings.RATE_LIMIT_STORAGE_URL.startswith("memory://")
+
+
+def key_record(*, secret_hash: str, window_name: str, payload: bytes) -> bytes:
+    """A key's record: the hash its secret must have, the name its requests are counted under
+    (it holds no newline), then the payload."""
+    return f"{secret_hash}{window_name}\n".encode() + payload
+
+
+def key_record_payload(record: bytes) -> bytes:
+    return record.partition(b"\n")[2]
+
+
+def _redis_client() -> redis.Redis:
+    store = _store(settings.RATE_LIMIT_STORAGE_URL)
+    assert isinstance(store, _RedisStore), "key records need the Redis store"
+    return store.client
+
+
+def key_record_get(name: str) -> bytes | None:
+    try:
+        return cast(bytes | None, _redis_client().get(name))
+    except (redis.RedisError, OSError) as exc:
+        raise KeyStoreUnavailable(repr(exc)) from exc
+
+
+def key_record_put(name: str, record: bytes, *, seconds: int) -> None:
+    try:
+        _redis_client().set(name, record, ex=seconds)
+    except (redis.RedisError, OSError) as exc:
+        raise KeyStoreUnavailable(repr(exc)) from exc
+
+
+def key_record_delete(name: str) -> None:
+    try:
+        _redis_client().delete(name)
+    except (redis.RedisError, OSError) as exc:
+        raise KeyStoreUnavailable(repr(exc)) from exc
+
+
+def key_record_hit(name: str, *, secret_hash: str) -> tuple[bytes | None, CountedRequest | None]:
+    """Read the record `name` and, when `secret_hash` is its secret's, count the request under
+    its window name, in one round trip.
+
+    Returns (None, None) when there is no record, (payload, None) when the secret is not the
+    key's (nothing counted), (payload, CountedRequest) when it is. An unreachable store gives
+    (None, CountedRequest(None)) after one warning: the caller reads the key elsewhere and the
+    request is served without a limit.
+    """
+    rate = _rate(settings.API_RATE_LIMIT)
+    limit, window = rate.amount, rate.get_expiry()
+    # The window's key with the name left out, as the two texts around it.
+    marker = "\n"
+    before, after = rate.key_for(_NAMESPACE, marker).split(marker)
+    now = time.time()
+    store = _store(settings.RATE_LIMIT_STORAGE_URL)
+    assert isinstance(store, _RedisStore), "key records need the Redis store"
+    try:
+        answer = store.gated_script(
+            keys=[name],
+            args=[secret_hash, now, limit, window, store.PREFIX + before, after],
+        )
+    except (redis.RedisError, OSError):
+        _store_unavailable()
+        return None, CountedRequest(None)
+    if not answer:
+        return None, None
+    if len(answer) == 1:
+        return answer[0], None
+    payload, counted, count, oldest = answer
+    state = _window_state(
+        bool(counted), int(count), float(oldest), limit=limit, window=window, now=now
+    )
+    return payload, CountedRequest(state)
+
+
 class ApiKeyRateThrottle(BaseThrottle):
     def allow_request(self, request, view) -> bool:
         credential = request.auth
         if credential is None:
             return True
-        state = rate_window_hit(identifier=credential.rate_limit_id)
+        if credential.counted is not None:  # counted when its key was looked up
+            state = credential.counted.state
+        else:
+            state = rate_window_hit(identifier=credential.rate_limit_id)
         if state is None:
             return True
         # DRF sets the view's `headers` on whatever response the request ends with, the 429

@@ -3,6 +3,7 @@
 import hashlib
 import hmac
 import logging
+import pickle
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,11 +11,21 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.api.throttling import (
+    CountedRequest,
+    KeyStoreUnavailable,
+    key_record,
+    key_record_delete,
+    key_record_get,
+    key_record_hit,
+    key_record_payload,
+    key_record_put,
+    key_records_enabled,
+)
 from apps.common.errors import (
     BadRequest,
     Conflict,
@@ -429,56 +440,66 @@ def api_key_revoke_now(key: ApiKey, *, then: Callable[[], None] | None = None) -
 
 
 # Authentication is on every API request, so the key row (with its Agent and workspace) is
-# kept in the shared cache for a short while. Revocation deletes the entry before it commits,
-# and fails if it cannot, so it takes effect on the next request; only a shared cache (Redis) is
-# used, because a per-process cache could not be told about a revocation made by another process.
+# kept for a short while as a record in the rate limiter's Redis (apps.api.throttling), where a
+# request is looked up and counted in one round trip. Revocation deletes the record before it
+# commits, and fails if it cannot, so it takes effect on the next request; without Redis (the
+# embedded default) there is no cache, because a per-process one could not be told about a
+# revocation made by another process.
 KEY_CACHE_SECONDS = 60
 KEY_REVOKE_RETRY_AFTER = 5
 
 
 def _key_cache_name(lookup_id: str) -> str:
-    return f"api-key:v1:{lookup_id}"
+    return f"api-key:v2:{lookup_id}"
 
 
-def _key_cache_enabled() -> bool:
-    return bool(settings.REDIS_URL)
+def _key_from_record(payload: bytes) -> ApiKey:
+    # Written by _remember_key into our own Redis, as Django's Redis cache would pickle it.
+    return pickle.loads(payload)  # noqa: S301
 
 
 def _cached_key(lookup_id: str) -> ApiKey | None:
-    if not _key_cache_enabled():
+    if not key_records_enabled():
         return None
     try:
-        return cache.get(_key_cache_name(lookup_id))
-    except Exception:
+        record = key_record_get(_key_cache_name(lookup_id))
+    except KeyStoreUnavailable:
         logger.warning("API key cache unavailable", exc_info=True)
         return None
+    return _key_from_record(key_record_payload(record)) if record is not None else None
 
 
 def _remember_key(key: ApiKey) -> None:
-    if not _key_cache_enabled():
+    if not key_records_enabled():
         return
+    record = key_record(
+        secret_hash=key.secret_hash,
+        # The window's name: the key's id, as Credential.rate_limit_id says.
+        window_name=key.pk,
+        payload=pickle.dumps(key, pickle.HIGHEST_PROTOCOL),
+    )
     try:
-        cache.set(_key_cache_name(key.lookup_id), key, KEY_CACHE_SECONDS)
-    except Exception:
+        key_record_put(_key_cache_name(key.lookup_id), record, seconds=KEY_CACHE_SECONDS)
+    except KeyStoreUnavailable:
         logger.warning("API key cache unavailable", exc_info=True)
 
 
 def _drop_cached_key(lookup_id: str) -> None:
-    """Delete the cached copy now; raises whatever the cache raises."""
-    if _key_cache_enabled():
-        cache.delete(_key_cache_name(lookup_id))
+    """Delete the cached copy now; raises KeyStoreUnavailable when Redis cannot."""
+    if key_records_enabled():
+        key_record_delete(_key_cache_name(lookup_id))
 
 
 def _forget_cached_key(lookup_id: str) -> None:
     """Best effort, now and after commit, for changes that are not refused when Redis fails
     (saves and deletes of keys and Agents through the signals below)."""
-    if not _key_cache_enabled():
+    if not key_records_enabled():
         return
 
     def forget() -> None:
         try:
             _drop_cached_key(lookup_id)
-        except Exception:
+        except KeyStoreUnavailable:
             logger.error("could not drop a cached API key", exc_info=True)
 
     forget()
@@ -490,7 +511,7 @@ def api_key_cache_forget(sender, instance: ApiKey, **kwargs) -> None:
 
 
 def api_key_cache_forget_for_agent(sender, instance: Agent, **kwargs) -> None:
-    if not _key_cache_enabled():
+    if not key_records_enabled():
         return
     for lookup_id in ApiKey.objects.filter(agent_id=instance.pk).values_list(
         "lookup_id", flat=True
@@ -498,22 +519,24 @@ def api_key_cache_forget_for_agent(sender, instance: Agent, **kwargs) -> None:
         _forget_cached_key(lookup_id)
 
 
+def _key_from_database(lookup_id: str, *, remember: bool = True) -> ApiKey | None:
+    key = (
+        ApiKey.objects.select_related("agent__workspace")
+        # The system prompt (up to 32k characters) is not needed to authenticate and would
+        # make every cached key that much larger.
+        .defer("agent__instructions")
+        .filter(lookup_id=lookup_id)
+        .first()
+    )
+    if key is not None and remember:
+        _remember_key(key)
+    return key
+
+
 def api_key_by_lookup_id(lookup_id: str) -> ApiKey | None:
     """The key with this public lookup id (with its Agent and workspace), from the shared
     cache when it is there: a hit reads no database."""
-    key = _cached_key(lookup_id)
-    if key is None:
-        key = (
-            ApiKey.objects.select_related("agent__workspace")
-            # The system prompt (up to 32k characters) is not needed to authenticate and
-            # would make every cached key that much larger.
-            .defer("agent__instructions")
-            .filter(lookup_id=lookup_id)
-            .first()
-        )
-        if key is not None:
-            _remember_key(key)
-    return key
+    return _cached_key(lookup_id) or _key_from_database(lookup_id)
 
 
 def api_key_usable_check(key: ApiKey, *, what: str = "The API key") -> None:
@@ -527,24 +550,39 @@ def api_key_usable_check(key: ApiKey, *, what: str = "The API key") -> None:
         raise Unauthorized(f"{what}'s Agent is archived.")
 
 
-def api_key_authenticate(*, raw_key: str) -> ApiKey:
-    """Find the active key a bearer token names, or raise Unauthorized."""
+def api_key_authenticate(*, raw_key: str) -> tuple[ApiKey, CountedRequest | None]:
+    """Find the active key a bearer token names, or raise Unauthorized.
+
+    With the key cached, the request is also counted in the key's rate window by the same
+    Redis call, and the count comes back (the throttle then counts nothing); otherwise it is
+    None and the throttle counts.
+    """
     prefix = f"{settings.API_KEY_PREFIX}_"
     if not raw_key.startswith(prefix) or len(raw_key) < len(prefix) + LOOKUP_ID_LENGTH + 20:
         raise Unauthorized("The API key is malformed.")
     body = raw_key[len(prefix) :]
     lookup_id, secret = body[:LOOKUP_ID_LENGTH], body[LOOKUP_ID_LENGTH:]
-    key = api_key_by_lookup_id(lookup_id)
+    secret_hash = _hash_secret(secret)
+    key: ApiKey | None = None
+    counted: CountedRequest | None = None
+    if key_records_enabled():
+        payload, counted = key_record_hit(_key_cache_name(lookup_id), secret_hash=secret_hash)
+        if payload is not None:
+            key = _key_from_record(payload)
+    if key is None:
+        # Not cached, or the store is down (then counted says so, and writing would wait for
+        # it once more).
+        key = _key_from_database(lookup_id, remember=counted is None)
     if (
         key is None
         # A connected application's grant has no usable secret; refuse it all the same.
         or key.kind != ApiKey.Kind.KEY
-        or not hmac.compare_digest(key.secret_hash, _hash_secret(secret))
+        or not hmac.compare_digest(key.secret_hash, secret_hash)
     ):
         raise Unauthorized("The API key is not valid.")
     api_key_usable_check(key)
     _touch_last_used(key)
-    return key
+    return key, counted
 
 
 def _touch_last_used(key: ApiKey) -> None:

@@ -26,8 +26,10 @@ PAUSE_MS = 6000
 
 @pytest.fixture
 def key_cache(settings):
-    """The default cache (which holds API keys) on a private Redis, with short timeouts."""
+    """The rate limiter's store, which holds the API key cache, on a private Redis (its client
+    waits at most a second), and the default cache there too."""
     server = RedisServer().start()
+    settings.RATE_LIMIT_STORAGE_URL = server.url(0)
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -41,7 +43,7 @@ def key_cache(settings):
 
 
 def _cached_key_count(server: RedisServer) -> int:
-    return len(server.client().keys("*api-key*"))
+    return len(server.client().keys("api-key:*"))
 
 
 def test_revocation_while_the_cache_refuses_writes_fails_and_then_succeeds(api, agent, key_cache):

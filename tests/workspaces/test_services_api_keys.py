@@ -28,7 +28,7 @@ def test_expired_key_is_refused_even_when_cached(agent, owner, time_machine, set
         created_by=owner,
         expires_at=timezone.now() + timedelta(hours=1),
     )
-    assert api_key_authenticate(raw_key=raw).pk == key.pk  # now cached (with Redis)
+    assert api_key_authenticate(raw_key=raw)[0].pk == key.pk  # now cached (with Redis)
     time_machine.move_to("2026-05-01T10:00:00Z", tick=False)
     with pytest.raises(Unauthorized, match=r"expired at 2026-05-01T10:00:00.000Z"):
         api_key_authenticate(raw_key=raw)
@@ -92,7 +92,7 @@ def test_key_made_by_a_key_is_narrower_and_never_delegates_key_creation(agent, o
     with pytest.raises(InsufficientScope, match="users:read"):
         api_key_create_by_key(parent=parent, agent=agent, name="c", scopes=["users:read"])
     api_key_revoke(agent=agent, key_id=parent.pk, by_user=owner)
-    assert api_key_authenticate(raw_key=raw).pk == child.pk
+    assert api_key_authenticate(raw_key=raw)[0].pk == child.pk
 
 
 def test_key_made_by_a_key_stays_in_the_workspace(agent, other_agent, owner):
