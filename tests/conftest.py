@@ -18,6 +18,7 @@ from tests.factories import (
     user_factory,
     workspace_factory,
 )
+from tests.redis_server import RedisServer
 
 
 @pytest.fixture
@@ -217,3 +218,19 @@ def owner_client(owner, agent):
 @pytest.fixture
 def member_client(member, agent):
     return console_client(member, agent)
+
+
+@pytest.fixture
+def redis_store(settings):
+    """A private redis-server as the rate limiter's store and the cache, so that MONITOR sees
+    this test's commands only (other test workers share the machine's Redis)."""
+    server = RedisServer().start()
+    settings.RATE_LIMIT_STORAGE_URL = server.url(0)
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": server.url(0),
+        }
+    }
+    yield server.client()
+    server.stop()

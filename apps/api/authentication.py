@@ -24,11 +24,11 @@ SERVICE_AGENT_KEY_HEADER = "X-Service-Agent-Key"
 
 def credential_from(raw: str, *, audience: str) -> Credential:
     if is_browser_token(raw):
-        token, minting_key = browser_token_verify(raw_token=raw)
-        return Credential.for_browser_token(token, minting_key)
+        token, minting_key, counted = browser_token_verify(raw_token=raw)
+        return Credential.for_browser_token(token, minting_key, counted)
     if is_resource_token(raw):
-        resource_token, grant_key = resource_token_verify(raw_token=raw, audience=audience)
-        return Credential.for_resource_token(resource_token, grant_key)
+        resource_token, grant_key, counted = resource_token_verify(raw_token=raw, audience=audience)
+        return Credential.for_resource_token(resource_token, grant_key, counted)
     if is_oauth_token(raw):
         raise Unauthorized(
             "This is an OAuth token of the Agents MCP server; it works on /mcp only. The REST "

@@ -52,23 +52,29 @@ class Credential:
         )
 
     @classmethod
-    def for_browser_token(cls, token: BrowserToken, key: ApiKey) -> "Credential":
+    def for_browser_token(
+        cls, token: BrowserToken, key: ApiKey, counted: CountedRequest | None = None
+    ) -> "Credential":
         return cls(
             kind="browser_token",
             key=key,
             scopes=BROWSER_TOKEN_SCOPES,
             public_id=token.public_id,
             token=token,
+            counted=counted,
         )
 
     @classmethod
-    def for_resource_token(cls, token: ResourceToken, grant_key: ApiKey) -> "Credential":
+    def for_resource_token(
+        cls, token: ResourceToken, grant_key: ApiKey, counted: CountedRequest | None = None
+    ) -> "Credential":
         return cls(
             kind="resource_token",
             key=grant_key,
             scopes=token.scopes & frozenset(grant_key.scopes),
             public_id=token.public_id,
             resource_token=token,
+            counted=counted,
         )
 
     @property

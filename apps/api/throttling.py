@@ -104,12 +104,14 @@ return window_hit(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
 """
 )
 
-# An API key's lookup and the count of its request in one round trip (issue 14).
-# KEYS[1]: the key's cached record (`key_record`): its secret's hash, the name of its window, a
-# newline, the payload. ARGV: the hash of the secret the request sent, now, limit, window
-# seconds, and the window key's text before and after the name. Returns {} when there is no
-# record; {payload} when the hashes differ, counting nothing, so that knowing a key's public
-# lookup id is not enough to spend its requests; {payload, counted, count, oldest} otherwise.
+# A credential's key looked up and its request counted in one round trip (issue 14).
+# KEYS[1]: the key's cached record (`key_record`): its secret's hash, a newline, the name of its
+# window, a newline, the payload. ARGV: the hash of the secret the request sent (empty when a
+# signed token was verified instead), now, limit, window seconds, the window key's text before
+# and after the name, and the name to count under (empty: the record's). Returns {} when there
+# is no record; {payload} when the hashes differ, counting nothing, so that knowing a key's
+# public lookup id is not enough to spend its requests; {payload, counted, count, oldest}
+# otherwise.
 _GATED_HIT_SCRIPT = (
     _WINDOW_HIT_FUNCTION
     + """
@@ -117,14 +119,17 @@ local record = redis.call('GET', KEYS[1])
 if not record then
     return {}
 end
-local hash_length = string.len(ARGV[1])
-local newline = string.find(record, '\\n', hash_length + 1, true)
-local payload = string.sub(record, newline + 1)
-if string.sub(record, 1, hash_length) ~= ARGV[1] then
+local hash_end = string.find(record, '\\n', 1, true)
+local name_end = string.find(record, '\\n', hash_end + 1, true)
+local payload = string.sub(record, name_end + 1)
+if ARGV[1] ~= '' and string.sub(record, 1, hash_end - 1) ~= ARGV[1] then
     return {payload}
 end
-local window_key = ARGV[5] .. string.sub(record, hash_length + 1, newline - 1) .. ARGV[6]
-local hit = window_hit(window_key, ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
+local name = ARGV[7]
+if name == '' then
+    name = string.sub(record, hash_end + 1, name_end - 1)
+end
+local hit = window_hit(ARGV[5] .. name .. ARGV[6], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
 return {payload, hit[1], hit[2], hit[3]}
 """
 )
@@ -264,13 +269,13 @@ def key_records_enabled() -> bool:
 
 
 def key_record(*, secret_hash: str, window_name: str, payload: bytes) -> bytes:
-    """A key's record: the hash its secret must have, the name its requests are counted under
-    (it holds no newline), then the payload."""
-    return f"{secret_hash}{window_name}\n".encode() + payload
+    """A key's record: the hash its secret must have and the name its requests are counted
+    under (neither holds a newline), then the payload."""
+    return f"{secret_hash}\n{window_name}\n".encode() + payload
 
 
 def key_record_payload(record: bytes) -> bytes:
-    return record.partition(b"\n")[2]
+    return record.split(b"\n", 2)[2]
 
 
 def _redis_client() -> redis.Redis:
@@ -300,12 +305,15 @@ def key_record_delete(name: str) -> None:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
 
-def key_record_hit(name: str, *, secret_hash: str) -> tuple[bytes | None, CountedRequest | None]:
-    """Read the record `name` and, when `secret_hash` is its secret's, count the request under
-    its window name, in one round trip.
+def key_record_hit(
+    name: str, *, secret_hash: str | None, window_name: str | None = None
+) -> tuple[bytes | None, CountedRequest | None]:
+    """Read the record `name` and count the request under `window_name` (default: the
+    record's), in one round trip; with a `secret_hash`, only when it is the record's. Without
+    one the caller has verified the credential otherwise (a signed token).
 
     Returns (None, None) when there is no record, (payload, None) when the secret is not the
-    key's (nothing counted), (payload, CountedRequest) when it is. An unreachable store gives
+    key's (nothing counted), (payload, CountedRequest) when it counted. An unreachable store gives
     (None, CountedRequest(None)) after one warning: the caller reads the key elsewhere and the
     request is served without a limit.
     """
@@ -320,7 +328,15 @@ def key_record_hit(name: str, *, secret_hash: str) -> tuple[bytes | None, Counte
     try:
         answer = store.gated_script(
             keys=[name],
-            args=[secret_hash, now, limit, window, store.PREFIX + before, after],
+            args=[
+                secret_hash or "",
+                now,
+                limit,
+                window,
+                store.PREFIX + before,
+                after,
+                window_name or "",
+            ],
         )
     except (redis.RedisError, OSError):
         _store_unavailable()

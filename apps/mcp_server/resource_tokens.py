@@ -16,11 +16,12 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 
+from apps.api.throttling import CountedRequest
 from apps.common.errors import Unauthorized
 from apps.common.signed_tokens import signed_token, signed_token_payload
 from apps.common.time import iso
 from apps.workspaces.models import ApiKey
-from apps.workspaces.services import api_key_by_lookup_id, api_key_usable_check
+from apps.workspaces.services import api_key_by_lookup_id_counted, api_key_usable_check
 
 RESOURCE_TOKEN_PREFIX = "art"
 _SALT = "apps.mcp_server.resource-token.v1"
@@ -85,8 +86,11 @@ def resource_token_sign(
     return signed_token(prefix=RESOURCE_TOKEN_PREFIX, salt=_SALT, payload=payload), token
 
 
-def resource_token_verify(*, raw_token: str, audience: str) -> tuple[ResourceToken, ApiKey]:
-    """The token and its grant key, or Unauthorized."""
+def resource_token_verify(
+    *, raw_token: str, audience: str
+) -> tuple[ResourceToken, ApiKey, CountedRequest | None]:
+    """The token, its grant key and the request's count in the grant's rate window (taken with
+    the key from the cache, see `api_key_by_lookup_id_counted`), or Unauthorized."""
     payload = signed_token_payload(raw=raw_token, prefix=RESOURCE_TOKEN_PREFIX, salt=_SALT)
     if payload is None:
         raise Unauthorized("The resource token is not valid.")
@@ -109,8 +113,8 @@ def resource_token_verify(*, raw_token: str, audience: str) -> tuple[ResourceTok
             f"The resource token expired at {iso(token.expires_at)}; the MCP server mints a "
             "new one for each request."
         )
-    key = api_key_by_lookup_id(token.key_lookup_id)
+    key, counted = api_key_by_lookup_id_counted(token.key_lookup_id)
     if key is None or key.kind != ApiKey.Kind.CONNECTED_APP:
         raise Unauthorized("The resource token is not valid.")
     api_key_usable_check(key, what="The connected application behind this token")
-    return token, key
+    return token, key, counted

@@ -14,11 +14,12 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
+from apps.api.throttling import CountedRequest
 from apps.common.errors import Unauthorized
 from apps.common.signed_tokens import signed_token, signed_token_payload
 from apps.common.time import iso
 from apps.workspaces.models import ApiKey
-from apps.workspaces.services import api_key_by_lookup_id, api_key_usable_check
+from apps.workspaces.services import api_key_by_lookup_id_counted, api_key_usable_check
 
 BROWSER_TOKEN_PREFIX = "abt"
 _SALT = "apps.workspaces.browser-token.v1"
@@ -73,8 +74,9 @@ def is_browser_token(raw: str) -> bool:
     return raw.startswith(f"{BROWSER_TOKEN_PREFIX}_")
 
 
-def browser_token_verify(*, raw_token: str) -> tuple[BrowserToken, ApiKey]:
-    """The token and its minting key, or Unauthorized."""
+def browser_token_verify(*, raw_token: str) -> tuple[BrowserToken, ApiKey, CountedRequest | None]:
+    """The token, its minting key and the request's count in the token's rate window (taken
+    with the key from the cache, see `api_key_by_lookup_id_counted`), or Unauthorized."""
     payload = signed_token_payload(raw=raw_token, prefix=BROWSER_TOKEN_PREFIX, salt=_SALT)
     if payload is None:
         raise Unauthorized("The browser token is not valid.")
@@ -93,8 +95,8 @@ def browser_token_verify(*, raw_token: str) -> tuple[BrowserToken, ApiKey]:
         raise Unauthorized(
             f"The browser token expired at {iso(token.expires_at)}; ask your server for a new one."
         )
-    key = api_key_by_lookup_id(token.key_lookup_id)
+    key, counted = api_key_by_lookup_id_counted(token.key_lookup_id, window_name=token.public_id)
     if key is None or key.agent_id != token.agent_id:
         raise Unauthorized("The browser token is not valid.")
     api_key_usable_check(key, what="The API key that minted this browser token")
-    return token, key
+    return token, key, counted

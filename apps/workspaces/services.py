@@ -539,6 +539,25 @@ def api_key_by_lookup_id(lookup_id: str) -> ApiKey | None:
     return _cached_key(lookup_id) or _key_from_database(lookup_id)
 
 
+def api_key_by_lookup_id_counted(
+    lookup_id: str, *, window_name: str | None = None, secret_hash: str | None = None
+) -> tuple[ApiKey | None, CountedRequest | None]:
+    """`api_key_by_lookup_id` for a request, which is counted in its rate window by the same
+    Redis call when the key is cached: under `window_name` (default: the key's id), and with
+    a `secret_hash` only if it is the key's. The count is None when nothing was counted (the
+    throttle then counts) and says so when the store was down."""
+    counted: CountedRequest | None = None
+    if key_records_enabled():
+        payload, counted = key_record_hit(
+            _key_cache_name(lookup_id), secret_hash=secret_hash, window_name=window_name
+        )
+        if payload is not None:
+            return _key_from_record(payload), counted
+    # Not cached, or the store is down (counted then says so, and writing would wait for it
+    # once more).
+    return _key_from_database(lookup_id, remember=counted is None), counted
+
+
 def api_key_usable_check(key: ApiKey, *, what: str = "The API key") -> None:
     """Raise Unauthorized unless the key may be used now. Checked on every request against
     the (possibly cached) row, so a cached key past its expiry is refused all the same."""
@@ -563,16 +582,7 @@ def api_key_authenticate(*, raw_key: str) -> tuple[ApiKey, CountedRequest | None
     body = raw_key[len(prefix) :]
     lookup_id, secret = body[:LOOKUP_ID_LENGTH], body[LOOKUP_ID_LENGTH:]
     secret_hash = _hash_secret(secret)
-    key: ApiKey | None = None
-    counted: CountedRequest | None = None
-    if key_records_enabled():
-        payload, counted = key_record_hit(_key_cache_name(lookup_id), secret_hash=secret_hash)
-        if payload is not None:
-            key = _key_from_record(payload)
-    if key is None:
-        # Not cached, or the store is down (then counted says so, and writing would wait for
-        # it once more).
-        key = _key_from_database(lookup_id, remember=counted is None)
+    key, counted = api_key_by_lookup_id_counted(lookup_id, secret_hash=secret_hash)
     if (
         key is None
         # A connected application's grant has no usable secret; refuse it all the same.

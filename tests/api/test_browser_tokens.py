@@ -135,7 +135,7 @@ def test_token_never_outlives_the_minting_keys_expiry(minter):
     soon = timezone.now() + timedelta(minutes=10)
     type(minter.key).objects.filter(pk=minter.key.pk).update(expires_at=soon)
     body = mint(minter, expires_in=3600)
-    token, _ = browser_token_verify(raw_token=body["token"])
+    token, _, _ = browser_token_verify(raw_token=body["token"])
     assert token.expires_at <= soon
 
 
@@ -296,7 +296,7 @@ def test_verifying_a_token_reads_no_database_once_its_key_is_cached(
     token = mint(minter)["token"]
     browser_token_verify(raw_token=token)  # warms the key cache if minting did not
     with django_assert_num_queries(0):
-        claims, key = browser_token_verify(raw_token=token)
+        claims, key, _ = browser_token_verify(raw_token=token)
     assert key.pk == minter.key.pk
 
 

@@ -188,31 +188,50 @@ def monitored(server: redis_lib.Redis, request) -> list[dict]:
             commands.append(command)
 
 
-def test_a_request_with_a_cached_key_is_one_redis_round_trip(make_api, settings):
-    """The key's lookup and the request's count are one script call: nothing else reaches
-    Redis, on a counted request and on a refused one."""
-    if not settings.REDIS_URL:
-        pytest.skip("needs Redis (REDIS_URL)")
-    settings.RATE_LIMIT_STORAGE_URL = settings.REDIS_URL
-    settings.API_RATE_LIMIT = "2/minute"
-    client = make_api(["users:read"])
-    server = redis_lib.Redis.from_url(settings.REDIS_URL)
-    client.get("/v1/connection")  # loads the script into a fresh Redis, warms the key cache
-
-    for expected_status in (200, 429):
+def one_round_trip_each(server: redis_lib.Redis, request, statuses: tuple[int, ...]) -> None:
+    """Each `request()` answers the next of `statuses` having sent Redis exactly one command,
+    the script that finds the credential's key and counts the request, which counted (pushed
+    a timestamp) only when the answer is not a 429."""
+    for expected_status in statuses:
         answers = []
-        commands = monitored(server, lambda: answers.append(client.get("/v1/connection")))  # noqa: B023
+        commands = monitored(server, lambda: answers.append(request()))  # noqa: B023
         assert answers[0].status == expected_status
         # What the script itself runs inside Redis is reported with the client type "lua".
         sent = [c["command"] for c in commands if c.get("client_type") != "lua"]
         assert len(sent) == 1, sent
         assert sent[0].startswith("EVALSHA "), sent
-        counted_in = [
+        pushed = [
             c["command"]
             for c in commands
-            if c.get("client_type") == "lua" and "LPUSH" in c["command"]
+            if c.get("client_type") == "lua" and c["command"].startswith("LPUSH")
         ]
-        assert len(counted_in) == (1 if expected_status == 200 else 0), counted_in
+        assert len(pushed) == (0 if expected_status == 429 else 1), pushed
+
+
+def test_a_request_with_a_cached_key_is_one_redis_round_trip(make_api, settings, redis_store):
+    """The key's lookup and the request's count are one script call: nothing else reaches
+    Redis, on a counted request and on a refused one."""
+    settings.API_RATE_LIMIT = "2/minute"
+    client = make_api(["users:read"])
+    client.get("/v1/connection")  # loads the script into a fresh Redis, warms the key cache
+    one_round_trip_each(redis_store, lambda: client.get("/v1/connection"), (200, 429))
+
+
+def test_a_browser_token_request_is_one_redis_round_trip(make_api, settings, redis_store, agent):
+    """The minting key comes from the cache and the token's own window is counted, together."""
+    settings.API_RATE_LIMIT = "2/minute"
+    agent.allowed_origins = [ORIGIN]
+    agent.save(update_fields=["allowed_origins"])
+    minted = make_api(["auth_tokens:create"]).post(
+        "/v1/auth_tokens", json={"external_id": "cust-1"}
+    )
+    browser = ApiClient(minted.json()["token"])
+
+    def request():
+        return browser.get("/v1/me/conversations", headers={"Origin": ORIGIN})
+
+    assert counted(request())[0] == 1  # the token's own window: the minting did not count here
+    one_round_trip_each(redis_store, request, (200, 429))
 
 
 def test_a_wrong_secret_for_a_cached_key_is_refused_and_spends_nothing(make_api, settings, store):

@@ -18,6 +18,7 @@ from apps.mcp_server.resource_tokens import resource_token_sign
 from apps.mcp_server.services import connected_app_revoke
 from apps.workspaces.models import ApiKey, Membership
 from tests.activity.factories import run_factory
+from tests.api.test_rate_limit import one_round_trip_each
 from tests.conftest import ApiClient, console_client
 from tests.mcp_server.conftest import (
     MCP_RESOURCE,
@@ -42,6 +43,17 @@ def _resource_token(connection: ConnectedApplication, *, audience="http://testse
         not_after=kw.pop("not_after", timezone.now() + timedelta(hours=1)),
     )
     return raw
+
+
+def test_a_resource_token_request_is_one_redis_round_trip(
+    grant_for, owner, agent, settings, redis_store
+):
+    """The grant key comes from the cache and the grant's window is counted, in one call."""
+    settings.API_RATE_LIMIT = "2/minute"
+    grant_for(owner, agent, ["runs:read"])
+    api = ApiClient(_resource_token(ConnectedApplication.objects.get(agent=agent)))
+    assert api.get("/v1/runs").status == 200  # warms the key cache
+    one_round_trip_each(redis_store, lambda: api.get("/v1/runs"), (200, 429))
 
 
 def _tool(access_token: str, name: str, arguments: dict | None = None) -> dict:
