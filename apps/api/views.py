@@ -15,7 +15,7 @@ from rest_framework.viewsets import ViewSet
 from apps.api.credentials import Credential
 from apps.common.errors import NotFound
 from apps.common.keyset import Keyset, page_request, paginate
-from apps.common.listing import ListQuery
+from apps.common.listing import ListQuery, compiled_list
 from apps.common.shapes import Shape
 from apps.common.time import iso
 from apps.workspaces.models import Agent
@@ -83,8 +83,7 @@ class AgentViewSet(ViewSet):
         if connection.vendor != "postgresql":
             page = paginate(query.queryset(), keyset=keyset, page=wanted)
             return json_response(page.envelope(shape.from_model))
-        rows = shape.rows(query.queryset(), cursor_field=keyset.field)
-        page = paginate(rows, keyset=keyset, page=wanted, cursor_of=shape.cursor)
+        page = compiled_list(query.model, shape, keyset).page(query, wanted)
         return json_response(page.envelope(shape.from_row))
 
 
