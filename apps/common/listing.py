@@ -104,7 +104,8 @@ class CompiledList:
         params = [condition.value for condition in query.where]
         if page.after is not None:
             value, row_id = _decode(self.keyset, page.after)
-            params += [value, value, row_id]
+            # Ids are text; the ORM would coerce a (signed) non-text id the same way.
+            params += [value, value, row_id if isinstance(row_id, str) else str(row_id)]
         params.append(page.limit + 1)
         with connection.cursor() as cursor:
             cursor.execute(self.sql(query.where, after=page.after is not None), params)

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from apps.activity import selectors
 from apps.activity.models import Run
 from apps.activity.rendering import CONVERSATION, MESSAGE, RUN, USER
-from apps.common.keyset import PageRequest, _decode, paginate
+from apps.common.keyset import PageRequest, _decode, _encode, paginate
 from apps.common.listing import compiled_list
 from tests.activity.factories import (
     conversation_factory,
@@ -359,3 +359,18 @@ def test_compiled_pages_are_index_range_scans_without_sort(agent, other_agent):
                 f"Index Scan Backward using {index}" in plan
             ), plan
             assert "Sort" not in plan, plan
+
+
+def test_a_signed_cursor_with_a_numeric_id_pages_as_the_orm_does(api, agent, activity):
+    """The ORM coerced such an id to text (the benchmark's cursor carried the row key once);
+    the compiled path must not answer 500 for it."""
+    middle = selectors.run_list(agent=agent).order_by(*selectors.RUN_KEYSET.order_by)[7]
+    cursor = _encode(selectors.RUN_KEYSET, middle.created_at, 12345)
+    orm = paginate(
+        selectors.run_list(agent=agent),
+        keyset=selectors.RUN_KEYSET,
+        page=PageRequest(limit=20, after=cursor),
+    )
+    answer = api.get("/v1/runs", params={"after": cursor})
+    assert answer.status == 200
+    assert [item["id"] for item in answer.json()["data"]] == [run.id for run in orm.rows]
