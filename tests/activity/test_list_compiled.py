@@ -1,7 +1,7 @@
 """The /v1 lists on PostgreSQL run SQL compiled once per shape of query (apps.common.listing):
 every filter, combination and cursor must page exactly as the ORM path does (same objects,
-same order, the same cursors byte for byte), with one statement per shape and one query a
-page."""
+same order, cursors with the same signed payload), with one statement per shape and one query
+a page. (Their plans: test_api_contract's index-scan test explains both paths.)"""
 
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -23,7 +23,6 @@ from tests.activity.factories import (
     message_factory,
     run_factory,
 )
-from tests.activity.test_api_contract import _bulk_fill_with_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -287,78 +286,6 @@ def test_a_page_is_one_query_and_django_compiles_nothing_for_it(api, agent, acti
         assert len(lists) == 1, queries.captured_queries
         assert "AT TIME ZONE" in lists[0]
     assert [m for m in compilations if m is not None and m._meta.app_label == "activity"] == []
-
-
-def first_size(query) -> int:
-    return query.queryset().count()
-
-
-def _explain(sql: str, params: list) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + sql, params)
-        return "\n".join(row[0] for row in cursor.fetchall())
-
-
-def test_compiled_pages_are_index_range_scans_without_sort(agent, other_agent):
-    _bulk_fill_with_sql(agent.pk, 20000)
-    _bulk_fill_with_sql(other_agent.pk, 20000)
-    conversation_id = f"conv_{agent.pk}1"
-    cases = [
-        (selectors.user_query(agent=agent), selectors.USER_KEYSET, USER, "enduser_agent_seen"),
-        (
-            selectors.conversation_query(agent=agent),
-            selectors.CONVERSATION_KEYSET,
-            CONVERSATION,
-            "conv_agent_updated",
-        ),
-        (
-            selectors.conversation_query(agent=agent, filters={"status": "failed"}),
-            selectors.CONVERSATION_KEYSET,
-            CONVERSATION,
-            "conv_agent_status",
-        ),
-        (
-            selectors.message_query(agent=agent, conversation_id=conversation_id),
-            selectors.MESSAGE_KEYSET,
-            MESSAGE,
-            "msg_conv_created",
-        ),
-        (selectors.run_query(agent=agent), selectors.RUN_KEYSET, RUN, "run_agent_created"),
-        (
-            selectors.run_query(agent=agent, filters={"error_code": "timeout"}),
-            selectors.RUN_KEYSET,
-            RUN,
-            "run_agent_error",
-        ),
-        (
-            selectors.run_query(
-                agent=agent,
-                filters={"created_after": datetime(2000, 1, 1, tzinfo=UTC)},
-            ),
-            selectors.RUN_KEYSET,
-            RUN,
-            "run_agent_created",
-        ),
-    ]
-    for query, keyset, shape, index in cases:
-        compiled = compiled_list(query.model, shape, keyset)
-        first = compiled.page(query, PageRequest(limit=100, after=None))
-        assert first.has_more
-        values = [condition.value for condition in query.where]
-        deep = query.queryset().order_by(*keyset.order_by)[first_size(query) // 2]
-        deep_value, deep_id = getattr(deep, keyset.field), deep.id
-        plans = [
-            _explain(compiled.sql(query.where, after=False), [*values, 101]),
-            _explain(
-                compiled.sql(query.where, after=True),
-                [*values, deep_value, deep_value, deep_id, 101],
-            ),
-        ]
-        for plan in plans:
-            assert f"Index Scan using {index}" in plan or (
-                f"Index Scan Backward using {index}" in plan
-            ), plan
-            assert "Sort" not in plan, plan
 
 
 def test_a_signed_cursor_with_a_numeric_id_pages_as_the_orm_does(api, agent, activity):
