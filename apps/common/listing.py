@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import Model, Q, QuerySet
+from django.db.models import DateTimeField, Model, Q, QuerySet
 
 from apps.common.keyset import Keyset, Page, PageRequest, _decode, _encode
 from apps.common.shapes import Shape, column_sql
@@ -30,7 +30,8 @@ OPERATORS = {"exact": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 @dataclass(frozen=True)
 class Condition:
     """`field <lookup> value` on one model field (named as in the model, e.g. `agent`,
-    `created_at`). The value is never None: "is null" is not a comparison SQL can bind."""
+    `created_at`). The compiled lists refuse a None value: SQL's `= NULL` matches nothing where
+    the ORM's `field=None` means "is null"."""
 
     field: str
     lookup: str
@@ -71,6 +72,8 @@ class CompiledList:
     _id_position: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        # The cursor column is written as a time, which only a date-time sort key is.
+        assert isinstance(self.model._meta.get_field(self.keyset.field), DateTimeField)
         sort, row_id = column_sql(self.model, self.keyset.field), column_sql(self.model, "id")
         columns = [*self.shape.select_list(self.model), _CURSOR_SQL.format(column=sort)]
         table = connection.ops.quote_name(self.model._meta.db_table)
@@ -102,6 +105,8 @@ class CompiledList:
         API has no `before`, and its body no `previous_cursor`)."""
         assert query.model is self.model and page.before is None
         params = [condition.value for condition in query.where]
+        if None in params:
+            raise ValueError(f"A compiled list cannot compare with None: {query.where}")
         if page.after is not None:
             value, row_id = _decode(self.keyset, page.after)
             # Ids are text; the ORM would coerce a (signed) non-text id the same way.

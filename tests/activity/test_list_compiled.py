@@ -16,7 +16,7 @@ from apps.activity import selectors
 from apps.activity.models import Run
 from apps.activity.rendering import CONVERSATION, MESSAGE, RUN, USER
 from apps.common.keyset import PageRequest, _decode, _encode, paginate
-from apps.common.listing import compiled_list
+from apps.common.listing import Condition, ListQuery, compiled_list
 from tests.activity.factories import (
     conversation_factory,
     end_user_factory,
@@ -301,3 +301,12 @@ def test_a_signed_cursor_with_a_numeric_id_pages_as_the_orm_does(api, agent, act
     answer = api.get("/v1/runs", params={"after": cursor})
     assert answer.status == 200
     assert [item["id"] for item in answer.json()["data"]] == [run.id for run in orm.rows]
+
+
+def test_a_compiled_list_refuses_to_compare_with_none(agent):
+    """`= NULL` would match nothing where the ORM's `user_id=None` matches the null ones."""
+    query = ListQuery(
+        Run, (Condition("agent", "exact", agent.pk), Condition("user_id", "exact", None))
+    )
+    with pytest.raises(ValueError, match="None"):
+        compiled_list(Run, RUN, selectors.RUN_KEYSET).page(query, PageRequest(limit=5, after=None))
