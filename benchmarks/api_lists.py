@@ -92,7 +92,7 @@ def prepare(runs: int) -> tuple[str, str]:
     middle = (
         Run.objects.filter(agent=agent).order_by(*RUN_KEYSET.order_by)[runs // 2 : runs // 2 + 1]
     ).get()
-    return raw, _encode(RUN_KEYSET, middle.created_at, middle.pk)
+    return raw, _encode(RUN_KEYSET, middle.created_at, middle.id)
 
 
 def wait_until_up(url: str, headers: dict, timeout: float = 30) -> None:

@@ -76,8 +76,8 @@ class UserViewSet(AgentViewSet):
     )
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.USER_FILTERS)
-        queryset = selectors.user_list(agent=self.agent, filters=filters)
-        return self.paginated_shape(queryset, keyset=selectors.USER_KEYSET, shape=USER)
+        query = selectors.user_query(agent=self.agent, filters=filters)
+        return self.paginated_shape(query, keyset=selectors.USER_KEYSET, shape=USER)
 
     @extend_schema(summary="Retrieve a user", parameters=ID_PARAMETER, responses={200: UserOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
@@ -102,10 +102,8 @@ class ConversationViewSet(AgentViewSet):
     )
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.CONVERSATION_FILTERS)
-        queryset = selectors.conversation_list(agent=self.agent, filters=filters)
-        return self.paginated_shape(
-            queryset, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION
-        )
+        query = selectors.conversation_query(agent=self.agent, filters=filters)
+        return self.paginated_shape(query, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION)
 
     @extend_schema(
         summary="Retrieve a conversation", parameters=ID_PARAMETER, responses={200: ConversationOut}
@@ -121,8 +119,8 @@ class ConversationViewSet(AgentViewSet):
         responses={200: MessageList},
     )
     def messages(self, request, id: str, agent_id: str | None = None):
-        queryset = selectors.message_list(agent=self.agent, conversation_id=id)
-        return self.paginated_shape(queryset, keyset=selectors.MESSAGE_KEYSET, shape=MESSAGE)
+        query = selectors.message_query(agent=self.agent, conversation_id=id)
+        return self.paginated_shape(query, keyset=selectors.MESSAGE_KEYSET, shape=MESSAGE)
 
 
 class RunViewSet(AgentViewSet):
@@ -138,8 +136,8 @@ class RunViewSet(AgentViewSet):
     )
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.RUN_FILTERS)
-        queryset = selectors.run_list(agent=self.agent, filters=filters)
-        return self.paginated_shape(queryset, keyset=selectors.RUN_KEYSET, shape=RUN)
+        query = selectors.run_query(agent=self.agent, filters=filters)
+        return self.paginated_shape(query, keyset=selectors.RUN_KEYSET, shape=RUN)
 
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
@@ -206,12 +204,10 @@ class MeConversationViewSet(AgentViewSet):
         responses={200: ConversationList},
     )
     def list(self, request):
-        queryset = selectors.conversation_list(
+        query = selectors.conversation_query(
             agent=self.agent, filters={"user_id": self.end_user_id}
         )
-        return self.paginated_shape(
-            queryset, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION
-        )
+        return self.paginated_shape(query, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION)
 
     @extend_schema(
         summary="List my conversation's messages (browser token, extension)",
@@ -221,10 +217,10 @@ class MeConversationViewSet(AgentViewSet):
         responses={200: MessageList},
     )
     def messages(self, request, id: str):
-        queryset = selectors.message_list(
+        query = selectors.message_query(
             agent=self.agent, conversation_id=id, user_id=self.end_user_id
         )
-        return self.paginated_shape(queryset, keyset=selectors.MESSAGE_KEYSET, shape=MESSAGE)
+        return self.paginated_shape(query, keyset=selectors.MESSAGE_KEYSET, shape=MESSAGE)
 
 
 IngestRecord = PolymorphicProxySerializer(

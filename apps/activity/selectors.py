@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset
+from apps.common.listing import Condition, ListQuery
 from apps.workspaces.models import Agent
 
 USER_KEYSET = Keyset("users", "last_seen_at", descending=True)
@@ -33,12 +34,19 @@ def _is_id(value: str) -> bool:
 
 @dataclass(frozen=True)
 class Filter:
-    """A documented query parameter of a list: its name, kind and help text."""
+    """A documented query parameter of a list: its name, kind and help text, and the
+    comparison it makes (`field`, default the name, `lookup` the value): the ORM and the
+    compiled SQL of the /v1 lists both apply it from here."""
 
     name: str
     kind: str  # "id", "choice", "datetime", "text"
     description: str
     choices: tuple[str, ...] = ()
+    field: str = ""
+    lookup: str = "exact"
+
+    def condition(self, value) -> Condition:
+        return Condition(self.field or self.name, self.lookup, value)
 
 
 USER_FILTERS = (Filter("external_id", "text", "Only the user with this external id."),)
@@ -46,8 +54,20 @@ CONVERSATION_FILTERS = (
     Filter("user_id", "id", "Only conversations of this user."),
     Filter("status", "choice", "Only conversations with this status.", STATUSES),
     Filter("source", "choice", "Only conversations from this source.", ("embed", "preview")),
-    Filter("updated_after", "datetime", "Only conversations updated at or after this date-time."),
-    Filter("updated_before", "datetime", "Only conversations updated before this date-time."),
+    Filter(
+        "updated_after",
+        "datetime",
+        "Only conversations updated at or after this date-time.",
+        field="updated_at",
+        lookup="gte",
+    ),
+    Filter(
+        "updated_before",
+        "datetime",
+        "Only conversations updated before this date-time.",
+        field="updated_at",
+        lookup="lt",
+    ),
 )
 RUN_FILTERS = (
     Filter("conversation_id", "id", "Only runs of this conversation."),
@@ -55,8 +75,20 @@ RUN_FILTERS = (
     Filter("status", "choice", "Only runs with this status.", STATUSES),
     Filter("model_id", "text", "Only runs of this model."),
     Filter("error_code", "text", "Only runs that failed with this error code."),
-    Filter("created_after", "datetime", "Only runs created at or after this date-time."),
-    Filter("created_before", "datetime", "Only runs created before this date-time."),
+    Filter(
+        "created_after",
+        "datetime",
+        "Only runs created at or after this date-time.",
+        field="created_at",
+        lookup="gte",
+    ),
+    Filter(
+        "created_before",
+        "datetime",
+        "Only runs created before this date-time.",
+        field="created_at",
+        lookup="lt",
+    ),
 )
 
 
@@ -101,15 +133,27 @@ def filters_parse(params, filters: tuple[Filter, ...]) -> dict:
     return values
 
 
+def _where(agent: Agent, specs: tuple[Filter, ...], filters: dict | None) -> tuple[Condition, ...]:
+    """The Agent, then each present filter in the specs' order (one order per combination, so
+    the compiled lists write one statement for it)."""
+    filters = filters or {}
+    return (
+        Condition("agent", "exact", agent.pk),
+        *(spec.condition(filters[spec.name]) for spec in specs if spec.name in filters),
+    )
+
+
 # --- users ---------------------------------------------------------------------------------------
+
+
+def user_query(*, agent: Agent, filters: dict | None = None) -> ListQuery:
+    """An Agent's users matching `filters` (USER_FILTERS)."""
+    return ListQuery(EndUser, _where(agent, USER_FILTERS, filters))
 
 
 def user_list(*, agent: Agent, filters: dict | None = None, search: str = "") -> QuerySet[EndUser]:
     """An Agent's users; `search` (the console's box) matches name, email or external id."""
-    queryset = EndUser.objects.filter(agent=agent)
-    filters = filters or {}
-    if "external_id" in filters:
-        queryset = queryset.filter(external_id=filters["external_id"])
+    queryset = user_query(agent=agent, filters=filters).queryset()
     if search:
         queryset = queryset.filter(
             Q(display_name__icontains=search)
@@ -148,21 +192,15 @@ def user_pick(*, agent: Agent, text: str) -> tuple[EndUser | None, list[EndUser]
 # --- conversations -------------------------------------------------------------------------------
 
 
+def conversation_query(*, agent: Agent, filters: dict | None = None) -> ListQuery:
+    """An Agent's conversations matching `filters` (CONVERSATION_FILTERS)."""
+    return ListQuery(Conversation, _where(agent, CONVERSATION_FILTERS, filters))
+
+
 def conversation_list(
     *, agent: Agent, filters: dict | None = None, title_search: str = ""
 ) -> QuerySet[Conversation]:
-    queryset = Conversation.objects.filter(agent=agent)
-    filters = filters or {}
-    if "user_id" in filters:
-        queryset = queryset.filter(user_id=filters["user_id"])
-    if "status" in filters:
-        queryset = queryset.filter(status=filters["status"])
-    if "source" in filters:
-        queryset = queryset.filter(source=filters["source"])
-    if "updated_after" in filters:
-        queryset = queryset.filter(updated_at__gte=filters["updated_after"])
-    if "updated_before" in filters:
-        queryset = queryset.filter(updated_at__lt=filters["updated_before"])
+    queryset = conversation_query(agent=agent, filters=filters).queryset()
     if title_search:
         queryset = queryset.filter(title__icontains=title_search)
     return queryset
@@ -179,9 +217,7 @@ def conversation_get(*, agent: Agent, conversation_id: str) -> Conversation:
     return conversation
 
 
-def message_list(
-    *, agent: Agent, conversation_id: str, user_id: str | None = None
-) -> QuerySet[Message]:
+def message_query(*, agent: Agent, conversation_id: str, user_id: str | None = None) -> ListQuery:
     """Messages of one conversation of the Agent; another Agent's conversation is not found,
     and so is another end user's when `user_id` is given (a browser token's own user)."""
     conversations = Conversation.objects.filter(agent=agent, id=conversation_id)
@@ -189,30 +225,33 @@ def message_list(
         conversations = conversations.filter(user_id=user_id)
     if not _is_id(conversation_id) or not conversations.exists():
         raise NotFound(f"No conversation {conversation_id!r} for this Agent.")
-    return Message.objects.filter(agent=agent, conversation_id=conversation_id)
+    return ListQuery(
+        Message,
+        (
+            Condition("agent", "exact", agent.pk),
+            Condition("conversation_id", "exact", conversation_id),
+        ),
+    )
+
+
+def message_list(
+    *, agent: Agent, conversation_id: str, user_id: str | None = None
+) -> QuerySet[Message]:
+    """`message_query`'s messages through the ORM."""
+    query = message_query(agent=agent, conversation_id=conversation_id, user_id=user_id)
+    return query.queryset()
 
 
 # --- runs ----------------------------------------------------------------------------------------
 
 
+def run_query(*, agent: Agent, filters: dict | None = None) -> ListQuery:
+    """An Agent's runs matching `filters` (RUN_FILTERS)."""
+    return ListQuery(Run, _where(agent, RUN_FILTERS, filters))
+
+
 def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
-    queryset = Run.objects.filter(agent=agent)
-    filters = filters or {}
-    if "conversation_id" in filters:
-        queryset = queryset.filter(conversation_id=filters["conversation_id"])
-    if "user_id" in filters:
-        queryset = queryset.filter(user_id=filters["user_id"])
-    if "status" in filters:
-        queryset = queryset.filter(status=filters["status"])
-    if "model_id" in filters:
-        queryset = queryset.filter(model_id=filters["model_id"])
-    if "error_code" in filters:
-        queryset = queryset.filter(error_code=filters["error_code"])
-    if "created_after" in filters:
-        queryset = queryset.filter(created_at__gte=filters["created_after"])
-    if "created_before" in filters:
-        queryset = queryset.filter(created_at__lt=filters["created_before"])
-    return queryset
+    return run_query(agent=agent, filters=filters).queryset()
 
 
 # The console's sortable run columns: (column, the value a missing one sorts as). Missing values

@@ -15,6 +15,7 @@ from rest_framework.viewsets import ViewSet
 from apps.api.credentials import Credential
 from apps.common.errors import NotFound
 from apps.common.keyset import Keyset, page_request, paginate
+from apps.common.listing import ListQuery, compiled_list
 from apps.common.shapes import Shape
 from apps.common.time import iso
 from apps.workspaces.models import Agent
@@ -74,15 +75,15 @@ class AgentViewSet(ViewSet):
         page = paginate(queryset, keyset=keyset, page=page_request(self.request.query_params))
         return json_response(page.envelope(render))
 
-    def paginated_shape(self, queryset, *, keyset: Keyset, shape: Shape) -> HttpResponse:
-        """`paginated` for a contract object: on PostgreSQL from rows the database formats
-        (no model objects, no timestamp parsing), elsewhere from the models."""
+    def paginated_shape(self, query: ListQuery, *, keyset: Keyset, shape: Shape) -> HttpResponse:
+        """`paginated` for a contract object: on PostgreSQL through SQL compiled once per shape
+        of query, its rows straight into the output (apps.common.listing), elsewhere through
+        the ORM and the models."""
         wanted = page_request(self.request.query_params)
         if connection.vendor != "postgresql":
-            page = paginate(queryset, keyset=keyset, page=wanted)
+            page = paginate(query.queryset(), keyset=keyset, page=wanted)
             return json_response(page.envelope(shape.from_model))
-        rows = shape.rows(queryset, cursor_field=keyset.field)
-        page = paginate(rows, keyset=keyset, page=wanted, cursor_of=shape.cursor)
+        page = compiled_list(query.model, shape, keyset).page(query, wanted)
         return json_response(page.envelope(shape.from_row))
 
 

@@ -3,7 +3,9 @@
 A cursor holds the last row's sort value and id. The next page is the rows strictly after that
 pair in the list's order, found with an index range scan on (agent, sort key, id): no OFFSET,
 no COUNT. `has_more` comes from fetching one row more than asked. Selectors, pages and API views
-all page through this module; the OpenAPI description of its parameters is in apps.api.
+all page through this module (the /v1 activity lists on PostgreSQL through apps.common.listing,
+with the same predicate and these cursors); the OpenAPI description of its parameters is in
+apps.api.
 """
 
 from collections.abc import Callable, Sequence

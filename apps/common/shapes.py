@@ -1,12 +1,11 @@
 """How a contract object is written from a model instance, or from a row PostgreSQL has
-already formatted (the list pages' fast path; see `Shape`)."""
+already formatted (the /v1 list pages; see `Shape` and apps.common.listing)."""
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
 import orjson
-from django.db.models import F, Func, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db import connection
+from django.db.models import Field, Model
 
 from apps.common.time import iso
 
@@ -17,21 +16,16 @@ class Shape:
     (written with `iso()`) and which are JSON values (arrays, message parts).
 
     It writes the object from a model instance (`from_model`: single objects, webhook events,
-    SQLite lists), and on PostgreSQL from a row the database has already formatted
-    (`rows` + `from_row`): list pages used to spend most of their time making model objects and
-    parsing timestamps in Django's pure-Python time-zone loader, only to write them back as
-    text (issue 14, benchmarks/profile_request.py). Both give the same dict; tests hold them
-    equal.
+    the console, SQLite lists), and on PostgreSQL from a row of `select_list`'s columns
+    (`from_row`): PostgreSQL formats the timestamps and writes JSON as text, so a list page
+    makes no model objects and parses no timestamps in Django's pure-Python time-zone loader
+    (issue 14, benchmarks/profile_request.py). Both give the same dict; tests hold them equal.
     """
 
     name: str
     fields: tuple[str, ...]
     times: frozenset[str] = frozenset()
     json: frozenset[str] = frozenset()
-    # (output field, row key, is JSON text) for each field: worked out once, not for every row.
-    _row_plan: tuple[tuple[str, str, bool], ...] = field(
-        init=False, repr=False, compare=False, default=()
-    )
 
     def from_model(self, instance) -> dict:
         out: dict = {"object": self.name}
@@ -44,46 +38,37 @@ class Shape:
             out[name] = value
         return out
 
-    def rows(self, queryset: QuerySet, *, cursor_field: str) -> QuerySet:
-        """`queryset` as dicts for `from_row` and `cursor` (PostgreSQL only): timestamps in
-        `iso()`'s form, JSON as text, and the cursor's field to the microsecond."""
-        text = TextField()
-        annotations: dict[str, Func] = {
-            f"{name}_out": Func(F(name), template=_ISO_TEMPLATE, output_field=text)
-            for name in self.times
-        }
-        annotations.update({f"{name}_out": Cast(name, text) for name in self.json})
-        annotations["cursor_at"] = Func(
-            F(cursor_field), template=_CURSOR_TEMPLATE, output_field=text
-        )
-        plain = [name for name in self.fields if name not in self.times and name not in self.json]
-        return queryset.annotate(**annotations).values(*plain, *annotations)
+    def select_list(self, model: type[Model]) -> list[str]:
+        """The SQL expressions (PostgreSQL) whose row `from_row` reads, one per field in
+        `fields`' order: timestamps in `iso()`'s form, JSON as text, the rest as stored."""
+        expressions = []
+        for name in self.fields:
+            column = column_sql(model, name)
+            if name in self.times:
+                expressions.append(_ISO_SQL.format(column=column))
+            elif name in self.json:
+                expressions.append(f"{column}::text")
+            else:
+                expressions.append(column)
+        return expressions
 
-    def __post_init__(self) -> None:
-        plan = tuple(
-            (name, f"{name}_out" if name in self.times or name in self.json else name,
-             name in self.json)
-            for name in self.fields
-        )  # fmt: skip
-        object.__setattr__(self, "_row_plan", plan)
-
-    def from_row(self, row: dict) -> dict:
+    def from_row(self, row: tuple) -> dict:
+        """The object from a row of `select_list`'s columns (further columns are ignored)."""
         out: dict = {"object": self.name}
-        loads = orjson.loads
-        for name, key, is_json in self._row_plan:
-            value = row[key]
-            out[name] = loads(value) if is_json and value is not None else value
+        out.update(zip(self.fields, row, strict=False))
+        for name in self.json:
+            value = out[name]
+            if value is not None:
+                out[name] = orjson.loads(value)
         return out
 
-    @staticmethod
-    def cursor(row: dict) -> tuple[datetime | None, str]:
-        at = row["cursor_at"]
-        return (datetime.fromisoformat(at) if at is not None else None), row["id"]
+
+def column_sql(model: type[Model], name: str) -> str:
+    """A model field's column, quoted: the model says what it is called."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column
+    return connection.ops.quote_name(field.column)
 
 
 # `iso()`'s form: UTC, milliseconds (truncated, as Python's isoformat does), a `Z`.
-_ISO_TEMPLATE = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-# The cursor's: every microsecond, so paging stays exact.
-_CURSOR_TEMPLATE = (
-    "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US+00:00')"
-)
+_ISO_SQL = "to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"

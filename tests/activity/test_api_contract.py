@@ -307,75 +307,98 @@ def _bulk_fill_with_sql(agent_id: str, n: int) -> None:
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL plans")
 def test_every_list_and_filter_is_an_index_range_scan_without_sort(agent, other_agent):
+    """Through the ORM (console, SQLite's path) and through the compiled SQL of the /v1 lists
+    (apps.common.listing), first page and deep."""
     from apps.activity import selectors
+    from apps.activity.rendering import CONVERSATION, MESSAGE, RUN, USER
     from apps.common.keyset import page_request, paginate
+    from apps.common.listing import compiled_list
 
     _bulk_fill_with_sql(agent.pk, 20000)
     _bulk_fill_with_sql(other_agent.pk, 20000)
     conversation_id = f"conv_{agent.pk}1"
     cases = [
-        (selectors.user_list(agent=agent), selectors.USER_KEYSET, "enduser_agent_seen"),
+        (selectors.user_query(agent=agent), selectors.USER_KEYSET, USER, "enduser_agent_seen"),
         (
-            selectors.conversation_list(agent=agent),
+            selectors.conversation_query(agent=agent),
             selectors.CONVERSATION_KEYSET,
+            CONVERSATION,
             "conv_agent_updated",
         ),
         (
-            selectors.conversation_list(agent=agent, filters={"status": "failed"}),
+            selectors.conversation_query(agent=agent, filters={"status": "failed"}),
             selectors.CONVERSATION_KEYSET,
+            CONVERSATION,
             "conv_agent_status",
         ),
         (
-            selectors.conversation_list(agent=agent, filters={"user_id": f"usr_{agent.pk}3"}),
+            selectors.conversation_query(agent=agent, filters={"user_id": f"usr_{agent.pk}3"}),
             selectors.CONVERSATION_KEYSET,
+            CONVERSATION,
             "conv_agent_user",
         ),
         (
-            selectors.message_list(agent=agent, conversation_id=conversation_id),
+            selectors.message_query(agent=agent, conversation_id=conversation_id),
             selectors.MESSAGE_KEYSET,
+            MESSAGE,
             "msg_conv_created",
         ),
-        (selectors.run_list(agent=agent), selectors.RUN_KEYSET, "run_agent_created"),
+        (selectors.run_query(agent=agent), selectors.RUN_KEYSET, RUN, "run_agent_created"),
         (
-            selectors.run_list(agent=agent, filters={"status": "failed"}),
+            selectors.run_query(agent=agent, filters={"status": "failed"}),
             selectors.RUN_KEYSET,
+            RUN,
             "run_agent_status",
         ),
         (
-            selectors.run_list(agent=agent, filters={"conversation_id": conversation_id}),
+            selectors.run_query(agent=agent, filters={"conversation_id": conversation_id}),
             selectors.RUN_KEYSET,
+            RUN,
             "run_agent_conv",
         ),
         (
-            selectors.run_list(agent=agent, filters={"user_id": f"usr_{agent.pk}3"}),
+            selectors.run_query(agent=agent, filters={"user_id": f"usr_{agent.pk}3"}),
             selectors.RUN_KEYSET,
+            RUN,
             "run_agent_user",
         ),
         (
-            selectors.run_list(agent=agent, filters={"model_id": "gpt-test"}),
+            selectors.run_query(agent=agent, filters={"model_id": "gpt-test"}),
             selectors.RUN_KEYSET,
+            RUN,
             "run_agent_model",
         ),
         (
-            selectors.run_list(agent=agent, filters={"error_code": "timeout"}),
+            selectors.run_query(agent=agent, filters={"error_code": "timeout"}),
             selectors.RUN_KEYSET,
+            RUN,
             "run_agent_error",
         ),
         (
-            selectors.run_list(
+            selectors.run_query(
                 agent=agent, filters={"created_after": T0, "created_before": datetime.now(UTC)}
             ),
             selectors.RUN_KEYSET,
+            RUN,
             "run_agent_created",
         ),
     ]
-    for queryset, keyset, index in cases:
+    for query, keyset, shape, index in cases:
+        queryset = query.queryset()
         first = paginate(queryset, keyset=keyset, page=page_request({"limit": "100"}))
-        deep = queryset.order_by(*keyset.order_by).filter(
-            keyset.after(getattr(first.rows[-1], keyset.field), first.rows[-1].id)
-        )[:101]
-        for qs in (queryset.order_by(*keyset.order_by)[:101], deep):
-            plan = qs.explain()
+        edge = (getattr(first.rows[-1], keyset.field), first.rows[-1].id)
+        deep = queryset.order_by(*keyset.order_by).filter(keyset.after(*edge))[:101]
+        compiled = compiled_list(query.model, shape, keyset)
+        values = [condition.value for condition in query.where]
+        plans = [qs.explain() for qs in (queryset.order_by(*keyset.order_by)[:101], deep)]
+        with connection.cursor() as cursor:
+            for after, params in (
+                (False, [*values, 101]),
+                (True, [*values, *edge[:1], *edge, 101]),
+            ):
+                cursor.execute("EXPLAIN " + compiled.sql(query.where, after=after), params)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+        for plan in plans:
             assert (
                 f"Index Scan using {index}" in plan or f"Index Scan Backward using {index}" in plan
             ), plan
