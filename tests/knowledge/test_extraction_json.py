@@ -394,6 +394,17 @@ def test_large_json_escaped_to_ascii_with_long_values_splits_them_as_unescaped()
     assert '- **[7].tags[2]**: "Привет Привет' in escaped
 
 
+def test_large_json_escaped_to_ascii_splits_no_more_than_the_whitespace_allows() -> None:
+    # Minified: the whitespace saved is a few spaces per record, so most records stay whole.
+    # What decoding the escapes saves is not spent on paths: the escaped file is split as
+    # the unescaped one.
+    value = _rows({"city": "東京 " * 400, "tags": ["Привет " * 300] * 3}, count=300)
+    escaped = _outline_of(value, ensure_ascii=True)
+    assert escaped == _outline_of(value, ensure_ascii=False)
+    assert "- **[0].city**: " in escaped
+    assert '{"n":299,"city":"東京' in escaped
+
+
 def test_large_json_escaped_to_ascii_with_keys_holding_sections() -> None:
     value = {
         "naïve \\ Zürich": "東京 \\u00e9",
@@ -420,6 +431,8 @@ def test_large_json_with_raw_utf8_and_ascii_escapes_mixed() -> None:
     ("written", "read"),
     [
         (b"\\/", "/"),  # an escaped solidus is just "/"
+        (b"\\\\/ \\/", "\\\\/ /"),  # an escaped backslash, then "/"; a solidus
+        (b"\\\\u0007", "\\\\u0007"),  # an escaped backslash, then "u0007"
         (b"\\u003cb>", "\\<b>"),  # "<", then escaped for markdown
         (b"\\u0041\\u00e9", "Aé"),  # visible characters, ASCII or not
         (b"\\u0022", "\\u0022"),  # a quote stays escaped, as JSON needs
