@@ -394,6 +394,16 @@ def test_large_json_escaped_to_ascii_with_long_values_splits_them_as_unescaped()
     assert '- **[7].tags[2]**: "Привет Привет' in escaped
 
 
+def test_large_json_escaped_to_ascii_with_a_few_long_values_among_short_ones() -> None:
+    value = _rows({"city": "Zürich 東京", "note": "Привет"})
+    for row in value["rows"][::5_000]:  # one record in 5,000 is split
+        row["tags"] = ["東京 " * 300] * 4
+    escaped = _outline_of(value, ensure_ascii=True, indent=1)
+    assert escaped == _outline_of(value, ensure_ascii=False, indent=1)
+    assert '- **[5000].tags[3]**: "東京 東京' in escaped
+    assert '{"n":5001,"city":"Zürich 東京","note":"Привет"}\n' in escaped
+
+
 def test_large_json_escaped_to_ascii_splits_no_more_than_the_whitespace_allows() -> None:
     # Minified: the whitespace saved is a few spaces per record, so most records stay whole.
     # What decoding the escapes saves is not spent on paths: the escaped file is split as

@@ -167,21 +167,35 @@ def _escaped_outline(data: bytes, compact: bytes, budget: int) -> str | None:
     outline = _Outline(budget, escaped=True)
     outline.write(value)
     out = outline.out
-    # Runs of escaped pieces, and of the lines of split values, decoded already.
-    runs: list[tuple[bool, bytes]] = []
+    # Runs of escaped pieces between the lines of split values, which are decoded already.
+    escaped_runs: list[bytes] = []
+    decoded_runs: list[list[Any]] = []
     position = 0
     for start, end in outline.decoded_spans:
-        if start > position:
-            runs.append((False, b"".join(out[position:start])))
-        runs.append((True, b"".join(out[start:end])))
+        escaped_runs.append(b"".join(out[position:start]))
+        decoded_runs.append(out[start:end])
         position = end
-    runs.append((False, b"".join(out[position:])))
+    escaped_runs.append(b"".join(out[position:]))
+    escaped_size = sum(map(len, escaped_runs))
+    decoded_size = sum(len(piece) for run in decoded_runs for piece in run)
     # Decoding only shortens: within the input's size escaped, within it decoded.
-    if sum(len(run) for _, run in runs) > len(data):
+    if escaped_size + decoded_size > len(data):
         return None
-    text = "".join(
-        run.decode() if decoded else run.decode("raw_unicode_escape") for decoded, run in runs
-    )
+    if not decoded_runs:
+        text = escaped_runs[0].decode("raw_unicode_escape")
+    elif escaped_size * 4 < decoded_size:
+        # Mostly split values (a deep file): the few escaped runs are made UTF-8, and the
+        # whole decoded once, rather than the text copied once more to join its runs.
+        pieces: list[Any] = [escaped_runs[0].decode("raw_unicode_escape").encode()]
+        for decoded, escaped in zip(decoded_runs, escaped_runs[1:], strict=True):
+            pieces += decoded
+            pieces.append(escaped.decode("raw_unicode_escape").encode())
+        text = b"".join(pieces).decode()
+    else:
+        parts = [escaped_runs[0].decode("raw_unicode_escape")]
+        for decoded, escaped in zip(decoded_runs, escaped_runs[1:], strict=True):
+            parts += (b"".join(decoded).decode(), escaped.decode("raw_unicode_escape"))
+        text = "".join(parts)
     # Nothing to clean: the bytes are ASCII, and C1 controls and presentation forms would be
     # special escapes.
     if b"<" in compact:
