@@ -207,8 +207,8 @@ def _decode_escapes(compact: bytes, *, protect: bool) -> bytes:
     r"""``\uXXXX`` escapes of visible characters and ``\/`` decoded, the rest kept.
 
     ``raw_unicode_escape`` decodes every ``\uXXXX`` preceded by an odd number of backslashes
-    and reads other bytes as Latin-1. With ``protect`` (there are special escapes), the
-    escapes to keep are first hidden behind a NUL.
+    and reads other bytes as Latin-1. With ``protect`` (the file may have escapes to keep,
+    or ``\/``), the escapes to keep are first hidden behind a NUL.
     """
     if protect:
         if b"/" in compact:
