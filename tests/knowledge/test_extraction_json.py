@@ -394,14 +394,24 @@ def test_large_json_escaped_to_ascii_with_long_values_splits_them_as_unescaped()
     assert '- **[7].tags[2]**: "Привет Привет' in escaped
 
 
+def test_large_json_escaped_to_ascii_splits_long_values_with_emoji_as_unescaped() -> None:
+    # Surrogate pairs are decoded one half at a time: joined in long values, split lines and
+    # the rest alike.
+    row = {"mood": "😀 東京 " * 700, "tags": ["👍 Привет " * 250] * 3, "scores": list(range(300))}
+    value = _rows(row, count=100)
+    escaped = _outline_of(value, ensure_ascii=True, indent=2)
+    assert escaped == _outline_of(value, ensure_ascii=False, indent=2)
+    assert '- **[7].tags[2]**: "👍 Привет' in escaped
+
+
 def test_large_json_escaped_to_ascii_with_a_few_long_values_among_short_ones() -> None:
-    value = _rows({"city": "Zürich 東京", "note": "Привет"})
+    value = _rows({"city": "Zürich 東京", "note": "Привет 😀"})
     for row in value["rows"][::5_000]:  # one record in 5,000 is split
-        row["tags"] = ["東京 " * 300] * 4
+        row["tags"] = ["東京 👍 " * 300] * 4
     escaped = _outline_of(value, ensure_ascii=True, indent=1)
     assert escaped == _outline_of(value, ensure_ascii=False, indent=1)
-    assert '- **[5000].tags[3]**: "東京 東京' in escaped
-    assert '{"n":5001,"city":"Zürich 東京","note":"Привет"}\n' in escaped
+    assert '- **[5000].tags[3]**: "東京 👍 東京' in escaped
+    assert '{"n":5001,"city":"Zürich 東京","note":"Привет 😀"}\n' in escaped
 
 
 def test_large_json_escaped_to_ascii_splits_no_more_than_the_whitespace_allows() -> None:

@@ -95,6 +95,9 @@ _KEPT_ESCAPE_BACKSLASH = re.compile(rb"\\(?=u00(?:[01][0-9a-fA-F]|22|5[cC]|7[fF]
 # them, raw_unicode_escape can decode the finished outline. "\u" as the literal prefix:
 # 12 ms on the benchmark's tree, where "\" then an alternation took 17.
 _SPECIAL_ESCAPE = re.compile(rb"\\u(?:00[0-9]|[dD][89abAB]|[fF][b-eB-E])")
+# The same but surrogates, which the outline written with escapes can join (emoji are
+# common): looked for after a surrogate, so the file is still read once.
+_SPECIAL_ESCAPE_BUT_SURROGATES = re.compile(rb"\\u(?:00[0-9]|[fF][b-eB-E])")
 _ESCAPED_SOLIDUS = b"\\/"
 # An escape that must stay escaped (parity not read: a false hit only costs time).
 _KEPT_ESCAPE = re.compile(rb"\\u00[0-9]")
@@ -121,12 +124,17 @@ def render_outline(data: bytes) -> str | None:
         # A one-byte test first: memchr, where a two-byte one takes 8 ms on 10 MB.
         if b"\\" in compact and _DECODABLE_ESCAPE.search(compact):
             special = _SPECIAL_ESCAPE.search(compact)
+            surrogates = False
+            if special is not None and special[0][2] in b"dD":
+                surrogates = True
+                special = _SPECIAL_ESCAPE_BUT_SURROGATES.search(compact, special.end())
             solidus = b"/" in compact and _ESCAPED_SOLIDUS in compact
             if special is None and not solidus and compact.isascii():
-                text = _escaped_outline(data, compact, budget)
+                text = _escaped_outline(data, compact, budget, surrogates=surrogates)
                 if text is not None:
                     return text
-            # Surrogates and presentation forms need no hiding: look further for the rest.
+            # Surrogates and presentation forms need no hiding: look further for the rest
+            # (surrogates have been looked past already).
             protect = solidus or (
                 special is not None
                 and (
@@ -154,17 +162,19 @@ def render_outline(data: bytes) -> str | None:
     return text
 
 
-def _escaped_outline(data: bytes, compact: bytes, budget: int) -> str | None:
+def _escaped_outline(data: bytes, compact: bytes, budget: int, *, surrogates: bool) -> str | None:
     r"""The outline of ASCII JSON whose escapes raw_unicode_escape reads as JSON does (no
     special escapes), written from the compact JSON as it is and decoded once, at the end.
 
     Decoding the escapes first, then encoding the text for msgspec and decoding the outline
     took three passes more. Only a value too long for a line is decoded first, to be split
     by its decoded length as it would be unescaped. None when the outline is bigger than the
-    input: the caller writes the smaller ones.
+    input: the caller writes the smaller ones. ``surrogates``: the JSON has surrogate pairs,
+    which the codec decodes one half at a time, so they are joined after.
     """
     value = _TOP.decode(compact)
-    outline = _Outline(budget, escaped=True)
+    outline = _Outline(budget, escaped=True, surrogates=surrogates)
+    unescape = _unescape_with_surrogates if surrogates else _unescape
     outline.write(value)
     out = outline.out
     # Runs of escaped pieces between the lines of split values, which are decoded already.
@@ -182,25 +192,35 @@ def _escaped_outline(data: bytes, compact: bytes, budget: int) -> str | None:
     if escaped_size + decoded_size > len(data):
         return None
     if not decoded_runs:
-        text = escaped_runs[0].decode("raw_unicode_escape")
+        text = unescape(escaped_runs[0])
     elif escaped_size * 4 < decoded_size:
         # Mostly split values (a deep file): the few escaped runs are made UTF-8, and the
         # whole decoded once, rather than the text copied once more to join its runs.
-        pieces: list[Any] = [escaped_runs[0].decode("raw_unicode_escape").encode()]
+        pieces: list[Any] = [unescape(escaped_runs[0]).encode()]
         for decoded, escaped in zip(decoded_runs, escaped_runs[1:], strict=True):
             pieces += decoded
-            pieces.append(escaped.decode("raw_unicode_escape").encode())
+            pieces.append(unescape(escaped).encode())
         text = b"".join(pieces).decode()
     else:
-        parts = [escaped_runs[0].decode("raw_unicode_escape")]
+        parts = [unescape(escaped_runs[0])]
         for decoded, escaped in zip(decoded_runs, escaped_runs[1:], strict=True):
-            parts += (b"".join(decoded).decode(), escaped.decode("raw_unicode_escape"))
+            parts += (b"".join(decoded).decode(), unescape(escaped))
         text = "".join(parts)
     # Nothing to clean: the bytes are ASCII, and C1 controls and presentation forms would be
     # special escapes.
     if b"<" in compact:
         text = escape_inline(text)
     return text
+
+
+def _unescape(escaped: Any) -> str:
+    """Escaped text (bytes or Raw) decoded by raw_unicode_escape."""
+    return str(escaped, "raw_unicode_escape")
+
+
+def _unescape_with_surrogates(escaped: Any) -> str:
+    """``_unescape``, surrogate pairs joined into their characters."""
+    return str(escaped, "raw_unicode_escape").encode("utf-16", "surrogatepass").decode("utf-16")
 
 
 def _decode_escapes(compact: bytes, *, protect: bool) -> bytes:
@@ -250,16 +270,19 @@ class _Outline:
     around them) joined once at the end: each byte of the values is copied once.
 
     ``budget`` is the bytes that splitting long lines may still add. ``escaped``: the JSON
-    still has its escapes, the outline is decoded afterwards (``_escaped_outline``); its own
-    text is written for that, and a value too long for a line is decoded and, if it is still
-    too long, split into lines that are decoded already: ``out[start:end]`` for each
-    ``(start, end)`` of ``decoded_spans``.
+    still has its escapes (``surrogates``: pairs of them among them), the outline is decoded
+    afterwards (``_escaped_outline``); its own text is written for that, and a value too long
+    for a line is decoded and, if it is still too long, split into lines that are decoded
+    already: ``out[start:end]`` for each ``(start, end)`` of ``decoded_spans``.
     """
 
-    def __init__(self, budget: int, *, quoted: bool = False, escaped: bool = False) -> None:
+    def __init__(
+        self, budget: int, *, quoted: bool = False, escaped: bool = False, surrogates: bool = False
+    ) -> None:
         self.budget = budget
         self.quoted = quoted
         self.escaped = escaped
+        self.unescape: Callable[[Any], str] = _unescape_with_surrogates if surrogates else _unescape
         self.encode: Callable[[str], bytes] = _raw_escaped if escaped else str.encode
         self.decoded_spans: list[tuple[int, int]] = []
         self.out: list[Any] = []
@@ -385,7 +408,7 @@ class _Outline:
     def split_decoded(self, raw: Raw, path: str, depth: int) -> bool:
         """``split`` for a value of escaped JSON: it decides on the decoded value, as the
         unescaped file does, and writes its lines decoded."""
-        decoded = Raw(str(raw, "raw_unicode_escape").encode())
+        decoded = Raw(self.unescape(raw).encode())
         if len(decoded) <= LINE_LIMIT:
             return False
         plain = _Outline(self.budget)
