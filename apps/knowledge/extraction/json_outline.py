@@ -31,11 +31,11 @@ Escapes: ``\\uXXXX`` escapes of visible characters and ``\\/`` are decoded (so "
 control characters stay, so every line is still valid JSON. This runs in C codecs
 (``raw_unicode_escape``) and only for files that have such escapes. A file escaped to ASCII
 throughout (``json.dumps``'s default) whose escapes that codec reads as JSON does (no
-``\\u0000``-``\\u009f``, which covers quote, backslash and controls, no surrogate pair,
-presentation form or ``\\/``: one regex search) keeps its escapes while the outline is
-written, and the outline is decoded once: three passes fewer. Only values too long for a
-line are decoded first, to be split by their decoded length. Any other file is decoded
-before, the escapes to keep hidden behind a NUL.
+``\\u0000``-``\\u009f``, which covers quote, backslash and controls, no presentation form or
+``\\/``: one regex search; surrogate pairs, which it decodes half by half, are joined after)
+keeps its escapes while the outline is written, and the outline is decoded once: three
+passes fewer. Only values too long for a line are decoded first, to be split by their
+decoded length. Any other file is decoded before, the escapes to keep hidden behind a NUL.
 
 ``render_outline`` returns None for what msgspec will not read: another encoding, a BOM, NaN,
 lone surrogate escapes, floats past the double range at the top level, nesting deeper than
@@ -92,7 +92,7 @@ _KEPT_ESCAPE_BACKSLASH = re.compile(rb"\\(?=u00(?:[01][0-9a-fA-F]|22|5[cC]|7[fF]
 # characters the outline treats apart: escaped ASCII and C1 controls (quote, backslash,
 # controls, "<"), surrogates (the two halves of one character) and presentation forms
 # (clean_text); and ``\/``, looked for apart (only if there is a "/": memchr). Without
-# them, raw_unicode_escape can decode the finished outline. "\u" as the literal prefix:
+# them (surrogates aside: joined after), raw_unicode_escape can decode the finished outline. "\u" as the literal prefix:
 # 12 ms on the benchmark's tree, where "\" then an alternation took 17.
 _SPECIAL_ESCAPE = re.compile(rb"\\u(?:00[0-9]|[dD][89abAB]|[fF][b-eB-E])")
 # The same but surrogates, which the outline written with escapes can join (emoji are
