@@ -187,7 +187,7 @@ def _escaped_outline(data: bytes, compact: bytes, budget: int, *, surrogates: bo
         position = end
     escaped_runs.append(b"".join(out[position:]))
     escaped_size = sum(map(len, escaped_runs))
-    decoded_size = sum(len(piece) for run in decoded_runs for piece in run)
+    decoded_size = sum(sum(map(len, run)) for run in decoded_runs)
     # Decoding only shortens: within the input's size escaped, within it decoded.
     if escaped_size + decoded_size > len(data):
         return None
