@@ -1,6 +1,6 @@
 """JSON extraction against a pass-through, on generated files of about 10 MB.
 
-    uv run python benchmarks/json_extraction.py [--megabytes 10] [--repeat 3]
+    uv run python benchmarks/json_extraction.py [--megabytes 10] [--repeat 3] [--ascii]
 
 The pass-through is what the text kind does with the same bytes (``extract(data, kind="text")``:
 decode, normalise newlines, keep the text as it is). Each shape is a kind of JSON people
@@ -15,6 +15,9 @@ machine's load touches both; the load average is printed before and after.
 * ``geojson``: a FeatureCollection, features with properties and coordinate arrays;
 * ``tree``: configuration-like nesting, objects of objects of mixed lists;
 * ``matrix``: an array of arrays of numbers.
+
+``--ascii`` writes the files as Python's ``json.dumps`` does by default (``ensure_ascii=True``):
+every non-ASCII character a ``\\uXXXX`` escape, which the outline decodes.
 """
 
 from __future__ import annotations
@@ -113,8 +116,9 @@ def _tree(random: Random, depth: int) -> Any:
     return _words(random, 6)
 
 
-def generate(shape: str, megabytes: float, seed: int = 7) -> bytes:
-    """About ``megabytes`` of JSON of ``shape``, the same bytes for the same seed."""
+def generate(shape: str, megabytes: float, seed: int = 7, *, ascii: bool = False) -> bytes:
+    """About ``megabytes`` of JSON of ``shape``, the same bytes for the same seed; with
+    ``ascii``, non-ASCII characters as ``\\uXXXX`` escapes (the same values, more bytes)."""
     random = Random(seed)
     target = int(megabytes * 1_000_000)
     items: list[Any] = []
@@ -141,7 +145,7 @@ def generate(shape: str, megabytes: float, seed: int = 7) -> bytes:
         document = {f"section_{i}": item for i, item in enumerate(items)}
     else:
         document = items
-    return json.dumps(document, ensure_ascii=False, indent=1).encode()
+    return json.dumps(document, ensure_ascii=ascii, indent=1).encode()
 
 
 def _best_of_each(functions: list[Callable[[], object]], repeat: int) -> list[float]:
@@ -162,6 +166,9 @@ def main() -> None:
     parser.add_argument(
         "--shape", action="append", choices=["records", "geojson", "tree", "matrix"]
     )
+    parser.add_argument(
+        "--ascii", action="store_true", help="escape non-ASCII characters, as json.dumps does"
+    )
     args = parser.parse_args()
 
     print("load average", " ".join(f"{load:.2f}" for load in os.getloadavg()))
@@ -172,7 +179,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for shape in args.shape or ["records", "geojson", "tree", "matrix"]:
-        data = generate(shape, args.megabytes)
+        data = generate(shape, args.megabytes, ascii=args.ascii)
         markdown = extract(data, kind="json").markdown
         json_s, text_s, bounded_json_s, bounded_text_s = _best_of_each(
             [

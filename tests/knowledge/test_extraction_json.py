@@ -339,3 +339,141 @@ def test_large_json_keeps_members_whose_keys_read_the_same_once_cleaned() -> Non
     data = json.dumps({"s": {"a\u0007": 1, "a": 2}, "rows": list(range(300_000))}).encode()
     assert len(data) > OUTLINE_FROM_BYTES
     assert "## s\n\n- **a**: 1\n- **a**: 2\n" in extract(data, kind="json").markdown
+
+
+# --- Files escaped to ASCII (json.dumps's default): the same outline as written unescaped ---
+
+
+def _outline_of(value: Any, *, ensure_ascii: bool, indent: int | None = None) -> str:
+    data = json.dumps(value, ensure_ascii=ensure_ascii, indent=indent).encode()
+    assert len(data) > OUTLINE_FROM_BYTES
+    return extract(data, kind="json").markdown
+
+
+@pytest.mark.parametrize("name", ["records", "geojson", "tree", "matrix"])
+def test_large_json_escaped_to_ascii_has_the_outline_of_the_unescaped_file(name: str) -> None:
+    value = shape(name, 1.5)
+    escaped = _outline_of(value, ensure_ascii=True, indent=1)
+    assert escaped == _outline_of(value, ensure_ascii=False, indent=1)
+    assert rebuilt(escaped) == value
+
+
+def _rows(row: dict[str, Any], count: int = 30_000) -> dict[str, Any]:
+    return {"title": "Zürich", "rows": [{"n": n, **row} for n in range(count)]}
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"city": "Zürich 東京 Привет", "word": "café"},
+        {"emoji": "😀 and 👩‍💻", "flag": "🇨🇭", "😀 key": 1},  # surrogate pairs
+        {"path": "C:\\users\\u00e9\\new", "end": "\\"},  # a backslash before "u00e9"
+        {"quote": 'say "hi" \\"', "tab": "a\tb\nc"},
+        {"control": "bell \u0007 unit \u001f nul \u0000 end"},
+        {"Zürich 東京": 1, "C:\\users": 2, "naïve\\u00e9": 3, "\\": 4},  # keys
+        {"html": "<b>café</b> <!-- x -->"},  # then escaped for markdown
+        {"ligature": "ﬁne café"},  # a presentation form, read as the letters
+    ],
+    ids=["letters", "emoji", "backslashes", "quotes", "controls", "keys", "html", "ligature"],
+)
+def test_large_json_escaped_to_ascii_reads_each_escape_as_json_does(row: dict[str, Any]) -> None:
+    value = _rows(row)
+    escaped = _outline_of(value, ensure_ascii=True)
+    assert escaped == _outline_of(value, ensure_ascii=False)
+    assert escaped.startswith("- **title**: Zürich\n\n## rows\n\n")
+
+
+def test_large_json_escaped_to_ascii_with_long_values_splits_them_as_unescaped() -> None:
+    # Escaped, each of these strings is longer than a line; decoded, none is: only the
+    # records are split. (The indented scores leave room for the paths of the split.)
+    row = {"city": "東京 " * 400, "tags": ["Привет " * 300] * 3, "scores": list(range(300))}
+    value = _rows(row, count=100)
+    escaped = _outline_of(value, ensure_ascii=True, indent=2)
+    assert escaped == _outline_of(value, ensure_ascii=False, indent=2)
+    assert '- **[7].city**: "東京 東京' in escaped
+    assert '- **[7].tags[2]**: "Привет Привет' in escaped
+
+
+def test_large_json_escaped_to_ascii_splits_long_values_with_emoji_as_unescaped() -> None:
+    # Surrogate pairs are decoded one half at a time: joined in long values, split lines and
+    # the rest alike.
+    row = {"mood": "😀 東京 " * 700, "tags": ["👍 Привет " * 250] * 3, "scores": list(range(300))}
+    value = _rows(row, count=100)
+    escaped = _outline_of(value, ensure_ascii=True, indent=2)
+    assert escaped == _outline_of(value, ensure_ascii=False, indent=2)
+    assert '- **[7].tags[2]**: "👍 Привет' in escaped
+
+
+def test_large_json_escaped_to_ascii_with_a_few_long_values_among_short_ones() -> None:
+    value = _rows({"city": "Zürich 東京", "note": "Привет 😀"})
+    for row in value["rows"][::5_000]:  # one record in 5,000 is split
+        row["tags"] = ["東京 👍 " * 300] * 4
+    escaped = _outline_of(value, ensure_ascii=True, indent=1)
+    assert escaped == _outline_of(value, ensure_ascii=False, indent=1)
+    assert '- **[5000].tags[3]**: "東京 👍 東京' in escaped
+    assert '{"n":5001,"city":"Zürich 東京","note":"Привет 😀"}\n' in escaped
+
+
+def test_large_json_escaped_to_ascii_splits_no_more_than_the_whitespace_allows() -> None:
+    # Minified: the whitespace saved is a few spaces per record, so most records stay whole.
+    # What decoding the escapes saves is not spent on paths: the escaped file is split as
+    # the unescaped one.
+    value = _rows({"city": "東京 " * 400, "tags": ["Привет " * 300] * 3}, count=300)
+    escaped = _outline_of(value, ensure_ascii=True)
+    assert escaped == _outline_of(value, ensure_ascii=False)
+    assert "- **[0].city**: " in escaped
+    assert '{"n":299,"city":"東京' in escaped
+
+
+def test_large_json_escaped_to_ascii_with_keys_holding_sections() -> None:
+    value = {
+        "naïve \\ Zürich": "東京 \\u00e9",
+        "東京 Zürich": [{"n": n, "city": "Zürich"} for n in range(40_000)],
+        "C:\\data\\": {f"k\\{n}é": "北京" for n in range(5)},
+    }
+    escaped = _outline_of(value, ensure_ascii=True)
+    assert escaped == _outline_of(value, ensure_ascii=False)
+    assert escaped.startswith("- **naïve \\ Zürich**: 東京 \\u00e9\n\n## 東京 Zürich\n\n")
+    assert '## C:\\data\\\n\n- **k\\0é**: "北京"\n' in escaped
+
+
+def test_large_json_with_raw_utf8_and_ascii_escapes_mixed() -> None:
+    value = _rows({"city": "Zürich 東京 😀", "path": "C:\\u00e9"})
+    unescaped = json.dumps(value, ensure_ascii=False)
+    # The first half of the file as json.dumps escapes it, the rest as written.
+    half = unescaped.index('{"n": 3000')
+    mixed = (json.dumps(value)[: json.dumps(value).index('{"n": 3000')] + unescaped[half:]).encode()
+    assert not mixed.isascii() and b"\\u6771" in mixed
+    assert extract(mixed, kind="json").markdown == _outline_of(value, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        (b"\\/", "/"),  # an escaped solidus is just "/"
+        (b"\\\\/ \\/", "\\\\/ /"),  # an escaped backslash, then "/"; a solidus
+        (b"\\\\u0007", "\\\\u0007"),  # an escaped backslash, then "u0007"
+        (b"\\u003cb>", "\\<b>"),  # "<", then escaped for markdown
+        (b"\\u0041\\u00e9", "Aé"),  # visible characters, ASCII or not
+        (b"\\u0022", "\\u0022"),  # a quote stays escaped, as JSON needs
+        (b"\\u005c", "\\u005c"),  # a backslash too
+        (b"\\u005cu00e9", "\\u005cu00e9"),  # an escaped backslash, then "u00e9"
+        (b"\\\\\\u00e9", "\\\\é"),  # a backslash, then an escaped "é"
+        (b"\\u0007", "\\u0007"),  # control characters stay escaped
+        (b"\\u007f", "\\u007f"),
+        (b"\\u0085", "\\u0085"),
+        (b"\\ud83d\\ude00", "😀"),  # a surrogate pair is one character
+    ],
+    ids=lambda param: param.decode() if isinstance(param, bytes) else None,
+)
+def test_large_json_hand_written_escapes_are_read_as_json_reads_them(
+    written: bytes, read: str
+) -> None:
+    line = b'{"n":1,"text":"a ' + written + b' z","Z\\u00fcrich":"\\u00fc"}'
+    data = b'{"rows":[' + b",".join([line] * 30_000) + b"]}"
+    assert len(data) > OUTLINE_FROM_BYTES
+    lines = extract(data, kind="json").markdown.splitlines()
+    assert lines[:2] == ["## rows", ""]
+    assert set(lines[2:]) == {'{"n":1,"text":"a ' + read + ' z","Zürich":"ü"}'}
+    if read != "\\<b>":
+        assert json.loads(lines[2])["text"] == json.loads(line)["text"]
