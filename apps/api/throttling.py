@@ -12,7 +12,9 @@ the window, i.e. until one more request is available; on a 429 (`r=0`) that is e
 `Retry-After`.
 
 One request costs one Redis round trip: a Lua script (registered once, then called by its SHA)
-counts the request and answers everything the headers and `Retry-After` need. It keeps the
+counts the request and answers everything the headers and `Retry-After` need. With a cached API
+key, finding the key is the same call: the key cache lives here as records that the script
+reads before it counts (`key_record_hit`, below). It keeps the
 layout of `limits`' moving window (the same key, a list of timestamps newest first), so
 windows carry across a deploy. When the store is unreachable the request is served without a
 limit and without the headers, with one warning: a rate limiter must not become an outage.
@@ -278,29 +280,29 @@ def key_record_payload(record: bytes) -> bytes:
     return record.split(b"\n", 2)[2]
 
 
-def _redis_client() -> redis.Redis:
+def _redis_store() -> _RedisStore:
     store = _store(settings.RATE_LIMIT_STORAGE_URL)
     assert isinstance(store, _RedisStore), "key records need the Redis store"
-    return store.client
+    return store
 
 
 def key_record_get(name: str) -> bytes | None:
     try:
-        return cast(bytes | None, _redis_client().get(name))
+        return cast(bytes | None, _redis_store().client.get(name))
     except (redis.RedisError, OSError) as exc:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
 
 def key_record_put(name: str, record: bytes, *, seconds: int) -> None:
     try:
-        _redis_client().set(name, record, ex=seconds)
+        _redis_store().client.set(name, record, ex=seconds)
     except (redis.RedisError, OSError) as exc:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
 
 def key_record_delete(name: str) -> None:
     try:
-        _redis_client().delete(name)
+        _redis_store().client.delete(name)
     except (redis.RedisError, OSError) as exc:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
@@ -323,8 +325,7 @@ def key_record_hit(
     marker = "\n"
     before, after = rate.key_for(_NAMESPACE, marker).split(marker)
     now = time.time()
-    store = _store(settings.RATE_LIMIT_STORAGE_URL)
-    assert isinstance(store, _RedisStore), "key records need the Redis store"
+    store = _redis_store()
     try:
         answer = store.gated_script(
             keys=[name],
