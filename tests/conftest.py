@@ -221,16 +221,24 @@ def member_client(member, agent):
 
 
 @pytest.fixture
-def redis_store(settings):
-    """A private redis-server as the rate limiter's store and the cache, so that MONITOR sees
-    this test's commands only (other test workers share the machine's Redis)."""
+def private_redis(settings):
+    """A private redis-server as the rate limiter's store (which holds the API key cache) and
+    the default cache, its clients waiting at most a second: a test may pause or watch it
+    (MONITOR) without other test workers, which share the machine's Redis, in the way."""
     server = RedisServer().start()
     settings.RATE_LIMIT_STORAGE_URL = server.url(0)
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": server.url(0),
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
-    yield server.client()
+    yield server
     server.stop()
+
+
+@pytest.fixture
+def redis_store(private_redis):
+    """A client of `private_redis`."""
+    return private_redis.client()

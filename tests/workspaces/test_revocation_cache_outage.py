@@ -25,21 +25,10 @@ PAUSE_MS = 6000
 
 
 @pytest.fixture
-def key_cache(settings):
-    """The rate limiter's store, which holds the API key cache, on a private Redis (its client
-    waits at most a second), and the default cache there too."""
-    server = RedisServer().start()
-    settings.RATE_LIMIT_STORAGE_URL = server.url(0)
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": server.url(0),
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
-        }
-    }
-    yield server
-    server.client().execute_command("CLIENT", "UNPAUSE")
-    server.stop()
+def key_cache(private_redis):
+    """The key cache on a private Redis, unpaused before it stops."""
+    yield private_redis
+    private_redis.client().execute_command("CLIENT", "UNPAUSE")
 
 
 def _cached_key_count(server: RedisServer) -> int:
