@@ -27,7 +27,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from functools import cache
-from typing import Protocol, cast
+from typing import Protocol
 
 import redis
 from django.conf import settings
@@ -276,21 +276,10 @@ def key_record(*, secret_hash: str, window_name: str, payload: bytes) -> bytes:
     return f"{secret_hash}\n{window_name}\n".encode() + payload
 
 
-def key_record_payload(record: bytes) -> bytes:
-    return record.split(b"\n", 2)[2]
-
-
 def _redis_store() -> _RedisStore:
     store = _store(settings.RATE_LIMIT_STORAGE_URL)
     assert isinstance(store, _RedisStore), "key records need the Redis store"
     return store
-
-
-def key_record_get(name: str) -> bytes | None:
-    try:
-        return cast(bytes | None, _redis_store().client.get(name))
-    except (redis.RedisError, OSError) as exc:
-        raise KeyStoreUnavailable(repr(exc)) from exc
 
 
 def key_record_put(name: str, record: bytes, *, seconds: int) -> None:

@@ -20,9 +20,7 @@ from apps.api.throttling import (
     KeyStoreUnavailable,
     key_record,
     key_record_delete,
-    key_record_get,
     key_record_hit,
-    key_record_payload,
     key_record_put,
     key_records_enabled,
 )
@@ -458,17 +456,6 @@ def _key_from_record(payload: bytes) -> ApiKey:
     return pickle.loads(payload)  # noqa: S301
 
 
-def _cached_key(lookup_id: str) -> ApiKey | None:
-    if not key_records_enabled():
-        return None
-    try:
-        record = key_record_get(_key_cache_name(lookup_id))
-    except KeyStoreUnavailable:
-        logger.warning("API key cache unavailable", exc_info=True)
-        return None
-    return _key_from_record(key_record_payload(record)) if record is not None else None
-
-
 def _remember_key(key: ApiKey) -> None:
     if not key_records_enabled():
         return
@@ -533,19 +520,14 @@ def _key_from_database(lookup_id: str, *, remember: bool = True) -> ApiKey | Non
     return key
 
 
-def api_key_by_lookup_id(lookup_id: str) -> ApiKey | None:
-    """The key with this public lookup id (with its Agent and workspace), from the shared
-    cache when it is there: a hit reads no database."""
-    return _cached_key(lookup_id) or _key_from_database(lookup_id)
-
-
 def api_key_by_lookup_id_counted(
     lookup_id: str, *, window_name: str | None = None, secret_hash: str | None = None
 ) -> tuple[ApiKey | None, CountedRequest | None]:
-    """`api_key_by_lookup_id` for a request, which is counted in its rate window by the same
-    Redis call when the key is cached: under `window_name` (default: the key's id), and with
-    a `secret_hash` only if it is the key's. The count is None when nothing was counted (the
-    throttle then counts) and says so when the store was down."""
+    """The key with this public lookup id (with its Agent and workspace) for a request, and the
+    request counted in its rate window: from the shared cache when it is there, in the same
+    Redis call (no database read), counted under `window_name` (default: the key's id) and,
+    given a `secret_hash`, only if it is the key's. The count is None when nothing was counted
+    (the throttle then counts) and says so when the store was down."""
     counted: CountedRequest | None = None
     if key_records_enabled():
         payload, counted = key_record_hit(
