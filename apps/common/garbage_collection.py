@@ -8,9 +8,9 @@ on the runs list, p99 was 80–140 ms with the collector as it comes, 22–33 ms
 (docs/performance.md).
 
 `gc.freeze()` moves every object alive at that moment to a permanent generation the collector
-no longer walks. The application is frozen once when it is loaded, and once more after each of
-the first `FREEZE_AFTER_REQUESTS` requests, after a collection (so no garbage is frozen), when
-what those requests keep exists: p99 28–32 ms. Cycles made afterwards are collected as before,
+no longer walks. The worker freezes what it holds when the application is loaded, and again at
+each count of requests in `FREEZE_AFTER_REQUESTS` (after a collection, so that no garbage is
+frozen), once what the first requests keep exists: p99 28–32 ms. Cycles made afterwards are collected as before,
 so memory does not grow; each worker process counts its own requests.
 """
 
