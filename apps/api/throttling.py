@@ -209,6 +209,14 @@ def _rate(text: str) -> RateLimitItem:
 _NAMESPACE = "api-key"
 
 
+@cache
+def _window_key_around_name(text: str) -> tuple[str, str]:
+    """A window's key for the rate `text` with the name left out, as the texts around it."""
+    marker = "\n"
+    before, after = _rate(text).key_for(_NAMESPACE, marker).split(marker)
+    return before, after
+
+
 def _window_state(
     counted: bool, count: int, oldest: float, *, limit: int, window: int, now: float
 ) -> WindowState:
@@ -310,9 +318,7 @@ def key_record_hit(
     """
     rate = _rate(settings.API_RATE_LIMIT)
     limit, window = rate.amount, rate.get_expiry()
-    # The window's key with the name left out, as the two texts around it.
-    marker = "\n"
-    before, after = rate.key_for(_NAMESPACE, marker).split(marker)
+    before, after = _window_key_around_name(settings.API_RATE_LIMIT)
     now = time.time()
     store = _redis_store()
     try:

@@ -108,11 +108,7 @@ def _decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
     return value, row_id
 
 
-def _cursor_of(
-    keyset: Keyset, row: Any, cursor_of: Callable[[Any], tuple[Any, str]] | None = None
-) -> str:
-    if cursor_of is not None:
-        return _encode(keyset, *cursor_of(row))
+def _cursor_of(keyset: Keyset, row: Any) -> str:
     return _encode(keyset, getattr(row, keyset.field), row.id)
 
 
@@ -138,15 +134,9 @@ def _page_before(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Pa
     )
 
 
-def paginate(
-    queryset: QuerySet,
-    *,
-    keyset: Keyset,
-    page: PageRequest,
-    cursor_of: Callable[[Any], tuple[Any, str]] | None = None,
-) -> Page:
-    """One page; `cursor_of(row)` gives a row's (sort value, id) when rows are not model
-    instances (a `values()` queryset)."""
+def paginate(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
+    """One page of model instances (the /v1 lists on PostgreSQL page through
+    apps.common.listing instead)."""
     if page.before is not None:
         return _page_before(queryset, keyset=keyset, page=page)
     queryset = queryset.order_by(*keyset.order_by)
@@ -156,11 +146,9 @@ def paginate(
     rows: Sequence = list(queryset[: page.limit + 1])
     has_more = len(rows) > page.limit
     rows = list(rows[: page.limit])
-    next_cursor = _cursor_of(keyset, rows[-1], cursor_of) if has_more else None
+    next_cursor = _cursor_of(keyset, rows[-1]) if has_more else None
     # A page reached through a cursor has newer rows (at least the cursor's own).
-    previous_cursor = (
-        _cursor_of(keyset, rows[0], cursor_of) if page.after is not None and rows else None
-    )
+    previous_cursor = _cursor_of(keyset, rows[0]) if page.after is not None and rows else None
     return Page(
         rows=rows, has_more=has_more, next_cursor=next_cursor, previous_cursor=previous_cursor
     )
