@@ -45,5 +45,7 @@ test-sqlite-smoke:
 	DATABASE_URL=sqlite:///$(CURDIR)/var/smoke.sqlite3 REDIS_URL= VAR_DIR=$(CURDIR)/var/smoke \
 		$(UV) run pytest -m smoke $(PYTEST_ARGS)
 
+# wrk loads the servers; without it a Python loop stands in, far weaker (docs/performance.md).
 bench: install
+	@EXTRA_OS_PACKAGES=wrk bash scripts/install_os_packages.sh
 	$(UV) run python benchmarks/api_lists.py $(BENCH_ARGS)
