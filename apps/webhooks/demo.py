@@ -86,7 +86,6 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
         deliveries, attempts = [], []
         for index, run in enumerate(runs):
             sent_at = run.completed_at or run.updated_at
-            roll = rng.random()
             delivery = WebhookDelivery(
                 webhook=webhook,
                 agent=agent,
@@ -101,14 +100,14 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
                 delivery.next_attempt_at = max(now, tried[-1].finished_at) + timedelta(
                     seconds=DEMO_RETRY_SCHEDULE[2]
                 )
-            elif roll < 0.08:  # gave up after the whole schedule
+            elif index % 12 == 7:  # one in twelve gave up after the whole schedule
                 failures = len(DEMO_RETRY_SCHEDULE) + 1
                 tried = _schedule_walk(
                     delivery, failures=failures, succeeds=False, at=sent_at, rng=rng
                 )
                 delivery.status = DeliveryStatus.FAILED
             else:  # most succeed at once, some on a retry
-                failures = 1 if roll < 0.2 else 0
+                failures = 1 if rng.random() < 0.15 else 0
                 tried = _schedule_walk(
                     delivery, failures=failures, succeeds=True, at=sent_at, rng=rng
                 )
