@@ -1,6 +1,9 @@
 """Template helpers shared by every console page: `{% load console %}`."""
 
+from datetime import datetime
+
 from django import template
+from django.utils.timesince import timesince
 
 from apps.common.markdown import render_markdown
 
@@ -41,3 +44,13 @@ def credits_filter(value) -> str:
     if value is None:
         return ""
     return f"{float(value):.4f}".rstrip("0").rstrip(".")
+
+
+@register.filter(name="ago")
+def ago(value: datetime | None) -> str:
+    """`21 minutes ago`, `3 hours ago`, `just now`: one unit, so a table's time column stays
+    narrow (Django's `timesince` gives two: `3 hours, 24 minutes`)."""
+    if value is None:
+        return ""
+    since = timesince(value, depth=1)
+    return "just now" if since.startswith("0\xa0") else f"{since} ago"
