@@ -147,8 +147,9 @@ def test_attempt_timeline_fragment(owner_client, agent, receiver):
     assert "HTTP 503" in html
     assert "503 Service Unavailable" in html
     assert "<html" not in html
-    full = owner_client.get(f"/webhooks/deliveries/{delivery.pk}/")
-    assert "<html" in full.content.decode()
+    full = owner_client.get(f"/webhooks/deliveries/{delivery.pk}/").content.decode()
+    assert "<html" in full
+    assert f'href="/runs/{delivery.run_id}/"' in full  # the run the event is about
 
 
 def test_retry_returns_the_updated_row_with_its_timeline(owner_client, agent, receiver):
