@@ -86,6 +86,15 @@ _DETECT_MIN_PROBABILITY = 0.9
 # cannot be confused with the text, which is HTML-escaped before they become <mark> tags.
 _START, _STOP = "\x02", "\x03"
 _CONTROL_MARKERS = re.compile("[\x02\x03]")
+# Markdown syntax a snippet shows as text: what the chunk's markdown means is read, not its
+# markup. Links keep their text, table rows their cells ("Card · 3-5 days"), headings,
+# emphasis and code spans their words.
+_MARKDOWN_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)")
+_TABLE_RULE = re.compile(r"\|?(?:\s*:?-{3,}:?\s*\|)+(?:\s*:?-{3,}:?\s*)?")
+_TABLE_PIPES = re.compile(r"(?:\s*\|\s*)+")  # the end of a row and the start of the next: one
+_HEADING_MARK = re.compile(r"(?:^|(?<=\s))#{1,6}(?=\s)")
+_INLINE_MARKUP = re.compile(r"\*\*|__|`+")
+_SPACES = re.compile(r"\s+")
 _TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
 _WORD = re.compile(r"\w+")
 _MARKUP = re.compile(r"[#*_`>|\[\]()!-]+|https?://\S+")
@@ -100,6 +109,15 @@ class SearchHit:
     position: int
     snippet: str  # HTML-escaped text with <mark>...</mark> around matched words
     score: float
+
+    @property
+    def section_path(self) -> list[str]:
+        """The headings to show after the document's name: a first heading that repeats the
+        name (a file's own title) is not said twice."""
+        path = self.heading_path
+        if path and path[0].strip().casefold() == self.document_name.strip().casefold():
+            return path[1:]
+        return path
 
 
 _identifier = None
@@ -498,6 +516,7 @@ def _plain_snippet(text: str | None) -> str:
     """The start of a chunk found by meaning alone (SQLite), escaped, cut at a word."""
     if not text:
         return ""
+    text = snippet_text(text)
     if len(text) > 300:
         text = text[:300].rsplit(" ", 1)[0] + " …"
     return html.escape(text, quote=False)
@@ -539,13 +558,25 @@ def fts5_expression(query: str) -> str:
     return expression
 
 
+def snippet_text(markdown: str) -> str:
+    """A piece of a chunk's markdown as the words it reads as, on one line (module comment
+    at ``_MARKDOWN_LINK``); the search markers pass through."""
+    text = _MARKDOWN_LINK.sub(r"\1", markdown)
+    if "|" in text:
+        text = _TABLE_PIPES.sub(" · ", _TABLE_RULE.sub(" ", text))
+    text = _INLINE_MARKUP.sub("", _HEADING_MARK.sub("", text))
+    text = _SPACES.sub(" ", text).strip(" ·")
+    return text
+
+
 def render_snippet(raw: str | None) -> str:
-    """Escape the snippet's text and turn the database's markers into <mark> tags."""
+    """The snippet's text without markdown syntax, escaped, the database's markers turned
+    into <mark> tags."""
     if not raw:
         return ""
     if is_postgres():
         raw = raw.translate({ord(_BRACKET_STANDINS[0]): "<", ord(_BRACKET_STANDINS[1]): ">"})
-    escaped = html.escape(raw, quote=False)
+    escaped = html.escape(snippet_text(raw), quote=False)
     # Unbalanced markers (a fragment cut inside one) are dropped rather than left open.
     parts = re.split(f"({_START}|{_STOP})", escaped)
     out: list[str] = []

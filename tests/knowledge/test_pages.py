@@ -207,6 +207,19 @@ def test_search_partial_shows_highlighted_hits(console, document):
     assert "<mark>shop</mark>" in html and "hours.md" in html
 
 
+def test_search_hit_names_its_section_once_under_the_document(console, agent):
+    titled = make_file_document(agent, b"# Refunds\n\n## How long\n\nA refund takes days.\n")
+    other = make_file_document(agent, b"# Opening\n\n## Weekdays\n\nA refund desk.\n")
+    for document in (titled, other):  # one named after its title, one not
+        document.name = "Refunds"
+        document.save(update_fields=["name"])
+    html = console.get(reverse("knowledge:document_search"), {"q": "refund"}, headers=HX).content
+    html = html.decode()
+    # "Refunds › Refunds › How long" said the title twice.
+    assert '<span class="muted">› How long</span>' in html
+    assert '<span class="muted">› Opening › Weekdays</span>' in html
+
+
 def test_status_partial_of_a_settled_document_stops_polling_and_reloads(console, document):
     response = console.get(
         reverse("knowledge:document_detail", args=[document.pk]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.knowledge.search import fts5_expression, render_snippet
+from apps.knowledge.search import fts5_expression, render_snippet, snippet_text
 from tests.knowledge.conftest import make_file_document
 
 HIT_KEYS = {
@@ -181,3 +181,44 @@ def test_words_inside_angle_brackets_are_searchable(api, agent):
     hits = search(api, "doctype")["data"]
     assert len(hits) == 1
     assert "&lt;!<mark>DOCTYPE</mark> html&gt;" in hits[0]["snippet"]
+
+
+REFUNDS = b"""# Refund policy
+
+## How long it takes
+
+Refunds go back to the **original** payment method, as the [bank](https://bank.example/faq)
+says:
+
+| Method | Time |
+|:---|---:|
+| Card | 3-5 business days |
+| PayPal | 1 business day |
+"""
+
+
+def test_snippet_reads_as_text_not_markdown_syntax(api, agent):
+    make_file_document(agent, REFUNDS, "refunds.md")
+    (hit,) = search(api, "paypal")["data"]
+    snippet = hit["snippet"]
+    assert "Card · 3-5 business days · <mark>PayPal</mark> · 1 business day" in snippet
+    for syntax in ("|", "---", "**", "##", "](", "https://bank.example"):
+        assert syntax not in snippet
+    # The API keeps the whole path; the console drops a first heading that repeats the name.
+    assert hit["heading_path"] == ["Refund policy", "How long it takes"]
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    ("markdown", "text"),
+    [
+        ("## When you can ask for a \x02refund\x03", "When you can ask for a \x02refund\x03"),
+        ("within **30 days** or __so__ with `code`", "within 30 days or so with code"),
+        ("| a | b |\n|:---|---:|\n| x | y |", "a · b · x · y"),
+        ("see [the policy](https://x.example/p) and ![logo](a.png)", "see the policy and logo"),
+        ("C# and #1 stay, a|b too", "C# and #1 stay, a · b too"),
+    ],
+    ids=["heading", "emphasis-code", "table", "links", "not-syntax"],
+)
+def test_snippet_text_keeps_the_words_of_markdown(markdown, text):
+    assert snippet_text(markdown) == text
