@@ -559,8 +559,8 @@ def fts5_expression(query: str) -> str:
 
 
 def snippet_text(markdown: str) -> str:
-    """A piece of a chunk's markdown as the words it reads as, on one line (module comment
-    at ``_MARKDOWN_LINK``); the search markers pass through."""
+    """A piece of a chunk's markdown as the words it reads as, on one line (what is dropped:
+    the comment above ``_MARKDOWN_LINK``); the search markers pass through."""
     text = _MARKDOWN_LINK.sub(r"\1", markdown)
     if "|" in text:
         text = _TABLE_PIPES.sub(" · ", _TABLE_RULE.sub(" ", text))
