@@ -195,10 +195,12 @@ WEBHOOK_RETRY_SCHEDULE = env_float_list(
 # A webhook pauses after this many deliveries in a row used up their whole retry schedule.
 WEBHOOK_PAUSE_AFTER_FAILURES = env_int("WEBHOOK_PAUSE_AFTER_FAILURES", 5, minimum=1)
 # Embedding (apps.knowledge.embeddings): CPU threads per process, chunks per batch, and batches
-# per run of knowledge.embed before it queues itself again.
+# per run of knowledge.embed before it queues itself again (320 chunks). Batches of 4 embed as
+# fast per chunk as batches of 8 but never raise the process above its size with the model
+# loaded; 8 took a worker child to 448 MB (benchmarks/worker_memory.py, docs/knowledge.md).
 KNOWLEDGE_EMBED_THREADS = env_int("KNOWLEDGE_EMBED_THREADS", 1, minimum=1)
-KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 8, minimum=1)
-KNOWLEDGE_EMBED_BATCHES_PER_TASK = 40
+KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 4, minimum=1)
+KNOWLEDGE_EMBED_BATCHES_PER_TASK = 80
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES

@@ -1,0 +1,237 @@
+"""Resident memory of a Celery worker child while it ingests and embeds a large document.
+
+    uv run python benchmarks/worker_memory.py [--megabytes 10] [--embed-seconds 240]
+
+A real `celery worker --concurrency 1` (the settings `make run` and production use, its
+`CELERY_WORKER_MAX_MEMORY_PER_CHILD` included) gets one markdown file of `--megabytes`,
+generated (headings and paragraphs, the same bytes every run). The resident set (VmRSS) of
+every pool child is read from /proc four times a second through three phases: the fresh child
+before the upload, the ingestion (until the document is `ready`), and the embedding (until
+every chunk has its vector, or `--embed-seconds`). Printed per phase: p50, p95 and the highest
+sample of the largest child, the peak (the highest high-water mark, VmHWM, of any child: a
+peak between two samples too), and how many children served it (a child over the per-child
+limit after a task is replaced). Goal (issue 11): under 400 MB throughout.
+
+Everything is private to the run: its own redis-server on a free port, its own database
+(MEMORY_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/agent_console_memory, emptied
+of documents first) and a temporary media folder. Environment variables the worker reads
+(KNOWLEDGE_EMBED_BATCH_SIZE, CELERY_WORKER_MAX_MEMORY_PER_CHILD, MALLOC_ARENA_MAX, ...) pass
+through, so a setting can be compared by running twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from random import Random
+from tempfile import TemporaryDirectory
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+from tests.redis_server import RedisServer  # noqa: E402
+
+DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/agent_console_memory"
+SAMPLE_EVERY_S = 0.25
+
+
+def markdown_of(megabytes: float, seed: int = 7) -> bytes:
+    """About `megabytes` of markdown: sections of a few paragraphs of ordinary words."""
+    random = Random(seed)
+    words = [
+        "account", "refund", "order", "shipping", "invoice", "customer", "policy", "return",
+        "payment", "warranty", "delivery", "support", "ticket", "product", "service", "days",
+        "within", "after", "before", "every", "request", "change", "address", "store", "price",
+    ] + ["".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(random.randint(3, 9)))
+         for _ in range(3000)]  # fmt: skip
+    target = int(megabytes * 1_000_000)
+    parts: list[str] = []
+    size = 0
+    section = 0
+    while size < target:
+        section += 1
+        block = [f"## Section {section}: {random.choice(words)} {random.choice(words)}\n"]
+        for _ in range(random.randint(2, 5)):
+            sentence_count = random.randint(3, 7)
+            sentences = [
+                " ".join(random.choice(words) for _ in range(random.randint(6, 18))).capitalize()
+                + "."
+                for _ in range(sentence_count)
+            ]
+            block.append(" ".join(sentences) + "\n")
+        text = "\n".join(block) + "\n"
+        parts.append(text)
+        size += len(text.encode())
+    return ("# Handbook\n\n" + "".join(parts)).encode()
+
+
+def pool_children(worker_pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{worker_pid}/task/{worker_pid}/children") as children:
+            return [int(pid) for pid in children.read().split()]
+    except OSError:
+        return []
+
+
+def resident_mb(pid: int) -> tuple[float, float] | None:
+    """(VmRSS, VmHWM) of a process in MB: its resident set now and the highest it has been,
+    which catches a peak between two samples."""
+    sizes = {}
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    sizes[line[:5]] = int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    if len(sizes) < 2:
+        return None
+    return sizes["VmRSS"], sizes["VmHWM"]
+
+
+class Sampler(threading.Thread):
+    """The largest pool child's RSS, four times a second, under the current phase's name, and
+    the highest any child reached (its high-water mark)."""
+
+    def __init__(self, worker_pid: int) -> None:
+        super().__init__(daemon=True)
+        self.worker_pid = worker_pid
+        self.phase = "fresh child"
+        self.samples: dict[str, list[float]] = {}
+        self.peaks: dict[str, float] = {}
+        self.children: dict[str, set[int]] = {}
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(SAMPLE_EVERY_S):
+            phase = self.phase
+            sizes = {pid: resident_mb(pid) for pid in pool_children(self.worker_pid)}
+            read = {pid: size for pid, size in sizes.items() if size is not None}
+            if read:
+                self.samples.setdefault(phase, []).append(max(rss for rss, _ in read.values()))
+                peak = max(hwm for _, hwm in read.values())
+                self.peaks[phase] = max(self.peaks.get(phase, 0.0), peak)
+                self.children.setdefault(phase, set()).update(read)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--megabytes", type=float, default=10)
+    parser.add_argument("--embed-seconds", type=float, default=240)
+    args = parser.parse_args()
+
+    database = os.environ.get("MEMORY_DATABASE_URL", DEFAULT_DATABASE)
+    ensure_database(database)
+    redis = RedisServer().start()
+    with TemporaryDirectory() as folder:
+        os.environ.update(
+            DATABASE_URL=database,
+            REDIS_URL=redis.url(0),
+            MEDIA_ROOT=str(Path(folder) / "media"),
+            DJANGO_SETTINGS_MODULE="config.settings",
+        )
+        import django
+
+        django.setup()
+        from django.core.files.uploadedfile import SimpleUploadedFile
+        from django.core.management import call_command
+
+        from apps.knowledge import services
+        from apps.knowledge.models import KnowledgeDocument
+        from apps.workspaces.services import demo_seed
+
+        call_command("migrate", verbosity=0)
+        agent = demo_seed(email="memory@bench.example", password="memory-bench-password")["agent"]
+        KnowledgeDocument.objects.filter(agent=agent).delete()
+
+        log = open(Path(folder) / "worker.log", "wb")  # noqa: SIM115 - kept open with the worker
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency", "1",
+             "-l", "WARNING", "--without-gossip", "--without-mingle"],
+            cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        sampler = Sampler(worker.pid)
+        sampler.start()
+        try:
+            time.sleep(8)  # the worker up and its child idle: the fresh child's size
+            data = markdown_of(args.megabytes)
+            sampler.phase = "ingestion"
+            started = time.monotonic()
+            document = services.document_create_from_upload(
+                agent=agent,
+                upload=SimpleUploadedFile(
+                    "handbook.md", data, content_type="application/octet-stream"
+                ),
+            )
+            while True:
+                document.refresh_from_db()
+                if document.status != KnowledgeDocument.Status.PROCESSING:
+                    break
+                time.sleep(0.5)
+            ingested_s = time.monotonic() - started
+            if document.status != KnowledgeDocument.Status.READY:
+                raise SystemExit(f"ingestion ended {document.status}: {document.error_message}")
+            sampler.phase = "embedding"
+            started = time.monotonic()
+            while time.monotonic() - started < args.embed_seconds:
+                document.refresh_from_db()
+                if document.embedded_chunk_count >= document.chunk_count:
+                    break
+                time.sleep(1)
+            embedding_s = time.monotonic() - started
+        finally:
+            sampler.stopped.set()
+            worker.terminate()
+            worker.wait(timeout=30)
+            redis.stop()
+    phases = {
+        phase: {
+            "samples": len(values),
+            "p50_mb": round(statistics.median(values), 1),
+            "p95_mb": round(percentile(values, 0.95), 1),
+            "highest_sample_mb": round(max(values), 1),
+            "peak_mb": round(sampler.peaks[phase], 1),
+            "children": len(sampler.children[phase]),
+        }
+        for phase, values in sampler.samples.items()
+    }
+    print(
+        json.dumps(
+            {
+                "file_mb": round(len(data) / 1e6, 2),
+                "chunks": document.chunk_count,
+                "ingestion_s": round(ingested_s, 1),
+                "embedded_chunks": document.embedded_chunk_count,
+                "embedding_s": round(embedding_s, 1),
+                "phases": phases,
+                "settings": {
+                    name: os.environ.get(name)
+                    for name in (
+                        "KNOWLEDGE_EMBED_BATCH_SIZE",
+                        "CELERY_WORKER_MAX_MEMORY_PER_CHILD",
+                        "MALLOC_ARENA_MAX",
+                    )
+                    if os.environ.get(name)
+                },
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
