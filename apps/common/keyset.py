@@ -88,7 +88,9 @@ def page_request(query_params, *, default_limit: int = DEFAULT_LIMIT) -> PageReq
     return PageRequest(limit=limit, after=after)
 
 
-def _encode(keyset: Keyset, value: Any, row_id: str) -> str:
+def cursor_encode(keyset: Keyset, value: Any, row_id: str) -> str:
+    """The signed cursor of a row by its keyset value and id (the ORM's pages and the compiled
+    lists of apps.common.listing write the same ones)."""
     if isinstance(value, datetime):
         payload = {"t": value.isoformat(), "i": row_id}
     else:
@@ -96,7 +98,8 @@ def _encode(keyset: Keyset, value: Any, row_id: str) -> str:
     return signing.dumps(payload, salt=f"cursor:{keyset.name}", compress=True)
 
 
-def _decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
+def cursor_decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
+    """The keyset value and row id a cursor of this keyset carries; 400 when it is not one."""
     try:
         payload = signing.loads(cursor, salt=f"cursor:{keyset.name}")
         row_id = payload["i"]
@@ -109,13 +112,13 @@ def _decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
 
 
 def _cursor_of(keyset: Keyset, row: Any) -> str:
-    return _encode(keyset, getattr(row, keyset.field), row.id)
+    return cursor_encode(keyset, getattr(row, keyset.field), row.id)
 
 
 def _page_before(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
     """The `limit` rows just before the cursor's row, read backwards on the same index."""
     assert page.before is not None
-    value, row_id = _decode(keyset, page.before)
+    value, row_id = cursor_decode(keyset, page.before)
     backwards = Keyset(keyset.name, keyset.field, descending=not keyset.descending)
     rows = list(
         queryset.order_by(*backwards.order_by).filter(backwards.after(value, row_id))[
@@ -141,7 +144,7 @@ def paginate(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
         return _page_before(queryset, keyset=keyset, page=page)
     queryset = queryset.order_by(*keyset.order_by)
     if page.after is not None:
-        value, row_id = _decode(keyset, page.after)
+        value, row_id = cursor_decode(keyset, page.after)
         queryset = queryset.filter(keyset.after(value, row_id))
     rows: Sequence = list(queryset[: page.limit + 1])
     has_more = len(rows) > page.limit

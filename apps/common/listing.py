@@ -20,7 +20,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import DateTimeField, Model, Q, QuerySet
 
-from apps.common.keyset import Keyset, Page, PageRequest, _decode, _encode
+from apps.common.keyset import Keyset, Page, PageRequest, cursor_decode, cursor_encode
 from apps.common.shapes import Shape, column_sql
 
 # The comparisons a `Condition` may make, as Django lookups and as SQL.
@@ -108,7 +108,7 @@ class CompiledList:
         if None in params:
             raise ValueError(f"A compiled list cannot compare with None: {query.where}")
         if page.after is not None:
-            value, row_id = _decode(self.keyset, page.after)
+            value, row_id = cursor_decode(self.keyset, page.after)
             # Ids are text; the ORM would coerce a (signed) non-text id the same way.
             params += [value, value, row_id if isinstance(row_id, str) else str(row_id)]
         params.append(page.limit + 1)
@@ -124,7 +124,7 @@ class CompiledList:
         return Page(
             rows=rows,
             has_more=True,
-            next_cursor=_encode(self.keyset, value, last[self._id_position]),
+            next_cursor=cursor_encode(self.keyset, value, last[self._id_position]),
         )
 
 

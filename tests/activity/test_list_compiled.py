@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from apps.activity import selectors
 from apps.activity.models import Run
 from apps.activity.rendering import CONVERSATION, MESSAGE, RUN, USER
-from apps.common.keyset import PageRequest, _decode, _encode, paginate
+from apps.common.keyset import PageRequest, cursor_decode, cursor_encode, paginate
 from apps.common.listing import Condition, ListQuery, compiled_list
 from tests.activity.factories import (
     conversation_factory,
@@ -86,7 +86,7 @@ def activity(agent, other_agent):
 def _meaning(envelope: dict, keyset) -> dict:
     """The envelope with its cursor decoded: signed cursors carry the second they were made."""
     cursor = envelope["next_cursor"]
-    return {**envelope, "next_cursor": cursor and _decode(keyset, cursor)}
+    return {**envelope, "next_cursor": cursor and cursor_decode(keyset, cursor)}
 
 
 def _walk_both(query, *, keyset, shape, limit):
@@ -207,7 +207,9 @@ def test_cursors_pass_between_the_orm_path_and_the_compiled_one(api, agent, acti
     )
     answer = api.get("/v1/runs", params={"limit": "5"}).json()
     keyset = selectors.RUN_KEYSET
-    assert _decode(keyset, answer["next_cursor"]) == _decode(keyset, orm_first.next_cursor)
+    assert cursor_decode(keyset, answer["next_cursor"]) == cursor_decode(
+        keyset, orm_first.next_cursor
+    )
     # The same payload, signed the same way: only the signing second may differ.
     assert answer["next_cursor"].split(":")[0] == orm_first.next_cursor.split(":")[0]
     # The ORM path's cursor (a model instance's datetime) on the compiled path, and back.
@@ -292,7 +294,7 @@ def test_a_signed_cursor_with_a_numeric_id_pages_as_the_orm_does(api, agent, act
     """The ORM coerced such an id to text (the benchmark's cursor carried the row key once);
     the compiled path must not answer 500 for it."""
     middle = selectors.run_list(agent=agent).order_by(*selectors.RUN_KEYSET.order_by)[7]
-    cursor = _encode(selectors.RUN_KEYSET, middle.created_at, 12345)
+    cursor = cursor_encode(selectors.RUN_KEYSET, middle.created_at, 12345)
     orm = paginate(
         selectors.run_list(agent=agent),
         keyset=selectors.RUN_KEYSET,
