@@ -219,26 +219,42 @@ def conversation_get(*, agent: Agent, conversation_id: str) -> Conversation:
 
 def message_query(*, agent: Agent, conversation_id: str, user_id: str | None = None) -> ListQuery:
     """Messages of one conversation of the Agent; another Agent's conversation is not found,
-    and so is another end user's when `user_id` is given (a browser token's own user)."""
+    and so is another end user's when `user_id` is given (a browser token's own user).
+
+    For the Agent, a message on the page proves the conversation, so whether it exists is asked
+    only when a page is empty (`ListQuery.parent_check`). Messages carry no end user: for a
+    browser token the conversation's owner is checked first."""
+    not_found = NotFound(f"No conversation {conversation_id!r} for this Agent.")
+    if not _is_id(conversation_id):
+        raise not_found
     conversations = Conversation.objects.filter(agent=agent, id=conversation_id)
     if user_id is not None:
         conversations = conversations.filter(user_id=user_id)
-    if not _is_id(conversation_id) or not conversations.exists():
-        raise NotFound(f"No conversation {conversation_id!r} for this Agent.")
+
+    def conversation_check() -> None:
+        if not conversations.exists():
+            raise not_found
+
+    if user_id is not None:
+        conversation_check()
     return ListQuery(
         Message,
         (
             Condition("agent", "exact", agent.pk),
             Condition("conversation_id", "exact", conversation_id),
         ),
+        parent_check=None if user_id is not None else conversation_check,
     )
 
 
 def message_list(
     *, agent: Agent, conversation_id: str, user_id: str | None = None
 ) -> QuerySet[Message]:
-    """`message_query`'s messages through the ORM."""
+    """`message_query`'s messages through the ORM; NotFound at once for a missing
+    conversation."""
     query = message_query(agent=agent, conversation_id=conversation_id, user_id=user_id)
+    if query.parent_check is not None:
+        query.parent_check()
     return query.queryset()
 
 

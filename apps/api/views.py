@@ -82,8 +82,10 @@ class AgentViewSet(ViewSet):
         wanted = page_request(self.request.query_params)
         if connection.vendor != "postgresql":
             page = paginate(query.queryset(), keyset=keyset, page=wanted)
+            query.check_empty_page(page.rows)
             return json_response(page.envelope(shape.from_model))
         page = compiled_list(query.model, shape, keyset).page(query, wanted)
+        query.check_empty_page(page.rows)
         return json_response(page.envelope(shape.from_row))
 
 

@@ -12,6 +12,7 @@ signed cursors (`apps.common.keyset`), so a cursor from one works on the other; 
 pages equal, cursors included.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -43,13 +44,24 @@ class Condition:
 
 @dataclass(frozen=True)
 class ListQuery:
-    """The rows of one list: a model's rows meeting every condition."""
+    """The rows of one list: a model's rows meeting every condition.
+
+    A list under a parent (a conversation's messages) may name `parent_check`, which raises
+    NotFound when the parent is missing. A row of the list proves its parent, so the check runs
+    only when a page comes back empty (`check_empty_page`): one query a page instead of two.
+    """
 
     model: type[Model]
     where: tuple[Condition, ...]
+    parent_check: Callable[[], None] | None = None
 
     def queryset(self) -> QuerySet:
         return self.model._default_manager.filter(*(condition.q() for condition in self.where))
+
+    def check_empty_page(self, rows: Sequence[Any]) -> None:
+        """Tell an empty list from a missing parent (NotFound)."""
+        if not rows and self.parent_check is not None:
+            self.parent_check()
 
 
 @dataclass

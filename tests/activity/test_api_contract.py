@@ -66,6 +66,22 @@ def test_messages_of_a_conversation_oldest_first(api, activity):
     assert all(set(m) == MESSAGE_FIELDS for m in body["data"])
 
 
+@pytest.mark.smoke
+def test_an_empty_page_of_messages_tells_an_empty_conversation_from_a_missing_one(
+    api, agent, activity
+):
+    # The conversation is looked up only when a page has no message (a message proves it).
+    empty = conversation_factory(agent=agent, user=activity["user"])
+    assert api.get(f"/v1/conversations/{empty.id}/messages").json()["data"] == []
+    conversation = activity["conversation"]
+    first = api.get(f"/v1/conversations/{conversation.id}/messages?limit=2").json()
+    activity["messages"][-1].delete()  # the page after the cursor is now empty
+    rest = api.get(f"/v1/conversations/{conversation.id}/messages?after={first['next_cursor']}")
+    assert rest.status == 200 and rest.json()["data"] == []
+    missing = api.get("/v1/conversations/conv_01NOSUCHCONVERSATION000000/messages")
+    assert missing.status == 404 and missing.json()["name"] == "not_found"
+
+
 @pytest.mark.parametrize(
     ("path", "key", "object_name"),
     [
@@ -245,7 +261,7 @@ def _fill(agent, n=105):
 
 @pytest.mark.parametrize(
     ("path", "queries"),
-    [("/v1/runs", 1), ("/v1/users", 1), ("/v1/conversations", 1), ("messages", 2)],
+    [("/v1/runs", 1), ("/v1/users", 1), ("/v1/conversations", 1), ("messages", 1)],
 )
 def test_a_page_of_100_costs_a_constant_number_of_queries(
     api, agent, django_assert_num_queries, path, queries, settings
@@ -256,7 +272,7 @@ def test_a_page_of_100_costs_a_constant_number_of_queries(
     api.get("/v1/connection")  # the once-a-minute last_used_at write happens here
     # With Redis the key row comes from the cache; without it, one query looks it up.
     queries += 0 if settings.REDIS_URL else 1
-    with django_assert_num_queries(queries):  # (the key lookup), (the conversation), the page
+    with django_assert_num_queries(queries):  # (the key lookup), the page
         first = api.get(f"{path}?limit=100").json()
     assert len(first["data"]) == 100
     with django_assert_num_queries(queries):
