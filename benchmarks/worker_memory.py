@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+from benchmarks.fault_drills import Service  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/agent_console_memory"
@@ -157,14 +157,12 @@ def main() -> None:
         agent = demo_seed(email="memory@bench.example", password="memory-bench-password")["agent"]
         KnowledgeDocument.objects.filter(agent=agent).delete()
 
-        log = open(Path(folder) / "worker.log", "wb")  # noqa: SIM115 - kept open with the worker
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency", "1",
-             "-l", "WARNING", "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+        service = Service(os.environ.copy(), Path(folder), web_port=0)  # the worker alone
+        service.start(
+            "worker", "celery", "-A", "config", "worker", "--concurrency", "1",
+            "-l", "WARNING", "--without-gossip", "--without-mingle",
         )  # fmt: skip
-        sampler = Sampler(worker.pid)
+        sampler = Sampler(service.processes["worker"].pid)
         sampler.start()
         try:
             time.sleep(8)  # the worker up and its child idle: the fresh child's size
@@ -195,8 +193,7 @@ def main() -> None:
             embedding_s = time.monotonic() - started
         finally:
             sampler.stopped.set()
-            worker.terminate()
-            worker.wait(timeout=30)
+            service.stop_all()
             redis.stop()
     phases = {
         phase: {
