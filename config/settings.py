@@ -150,10 +150,12 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180, minimum=1)
 # The queue tasks are sent to, including those a task sends (knowledge.embed queues itself).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
-# A worker child whose resident memory passed this (KB) after a task is replaced by a fresh one:
-# the safety net for the embedding model (about 120 MB) on top of a large ingestion.
+# A worker child whose peak resident memory passed this (KB) when a task ends is replaced by a
+# fresh one (130 MB), so the embedding model (up to about 245 MB while it loads) never lands on
+# an ingestion's leftovers: any ingestion passes 150 MB. At 250 MB a small document's child
+# was kept and went to 448 MB when it embedded (benchmarks/worker_memory.py).
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
-    "CELERY_WORKER_MAX_MEMORY_PER_CHILD", 250_000, minimum=50_000
+    "CELERY_WORKER_MAX_MEMORY_PER_CHILD", 150_000, minimum=50_000
 )
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
