@@ -303,6 +303,16 @@ def test_large_invalid_json_says_where() -> None:
         extract(data, kind="json")
 
 
+@pytest.mark.parametrize("broken", [b"1 2", b"tr ue", b"- 1", b"1 .5"])
+def test_large_json_with_whitespace_inside_a_number_or_word_says_where(broken: bytes) -> None:
+    # Dropping that whitespace would make "12" or "true" of it: invalid JSON must stay so.
+    data = json.dumps({"rows": list(range(300_000))}, indent=1).encode()[:-3] + b"," + broken
+    data += b"]}"
+    assert len(data) > OUTLINE_FROM_BYTES
+    with pytest.raises(ExtractionFailed, match=r"invalid or truncated \(error at line 300003, "):
+        extract(data, kind="json")
+
+
 def test_large_json_keeps_coordinates_on_one_line_and_properties_on_their_own() -> None:
     ring = [[round(n / 7, 6), -1.5] for n in range(500)]
     features = [

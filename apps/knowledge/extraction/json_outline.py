@@ -1,11 +1,12 @@
 """Large JSON as an outline, written without turning the file into Python objects.
 
 Parsing a 10 MB file into Python objects (orjson, the fastest at it) takes as long as the
-whole text pass-through, before a line is written. This writer never does: msgspec, in C,
-checks the syntax and rewrites the file as compact JSON (``format``), then splits it into its
-top-level members and their items as ``Raw`` byte slices of that compact text, which are
-joined into the markdown with one copy. Python touches one object per line written, not one
-per value (``benchmarks/json_extraction.py``, figures in docs/performance.md).
+whole text pass-through, before a line is written. This writer never does: our C helper
+``console_native.compact_json`` drops the whitespace and decodes the escapes in one pass, then
+msgspec, in C, checks the syntax while it splits the compact text into its top-level members
+and their items as ``Raw`` byte slices, which are joined into the markdown with one copy.
+Python touches one object per line written, not one per value
+(``benchmarks/json_extraction.py``, figures in docs/performance.md).
 
 The outline (docs/knowledge.md):
 
@@ -27,15 +28,9 @@ splits, then with members as ``"key":<JSON>`` lines: never bigger than the input
 backslash before each ``<`` that would open an HTML tag.
 
 Escapes: ``\\uXXXX`` escapes of visible characters and ``\\/`` are decoded (so "Zürich" that
-``json.dumps`` wrote as ``Z\\u00fcrich`` is found as Zürich); escapes of quotes, backslashes and
-control characters stay, so every line is still valid JSON. This runs in C codecs
-(``raw_unicode_escape``) and only for files that have such escapes. A file escaped to ASCII
-throughout (``json.dumps``'s default) whose escapes that codec reads as JSON does (no
-``\\u0000``-``\\u009f``, which covers quote, backslash and controls, no presentation form or
-``\\/``: one regex search; surrogate pairs, which it decodes half by half, are joined after)
-keeps its escapes while the outline is written, and the outline is decoded once: three
-passes fewer. Only values too long for a line are decoded first, to be split by their
-decoded length. Any other file is decoded before, the escapes to keep hidden behind a NUL.
+``json.dumps`` wrote as ``Z\\u00fcrich`` is found as Zürich, and a file escaped to ASCII gets
+the outline of the same file unescaped); escapes of quotes, backslashes, control characters
+and lone surrogates stay, so every line is still valid JSON (native/src/console_native/_json.c).
 
 ``render_outline`` returns None for what msgspec will not read: another encoding, a BOM, NaN,
 lone surrogate escapes, floats past the double range at the top level, nesting deeper than
@@ -46,11 +41,12 @@ the slow path, which reads those or says where the error is.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import chain, repeat
 from typing import Any
 
 import msgspec
+from console_native import compact_json
 from msgspec import Raw
 
 from .markdown import clean_text, escape_block_starts, escape_inline
@@ -84,67 +80,22 @@ _CLEANABLE_UTF8 = (
     (b"\xc2", re.compile(rb"\xc2[\x80-\x9f]")),
     (b"\xef", re.compile(rb"\xef[\xac-\xbb]")),
 )
-# The backslash of an escape that stays escaped, so lines stay valid JSON and no control
-# character appears: quote, backslash, C0 and C1 controls. Only the backslash is matched, so
-# the replacement is a literal: no Python call per match.
-_KEPT_ESCAPE_BACKSLASH = re.compile(rb"\\(?=u00(?:[01][0-9a-fA-F]|22|5[cC]|7[fF]|[89][0-9a-fA-F]))")
-# Escapes that raw_unicode_escape alone would not read as JSON does, and those whose
-# characters the outline treats apart: escaped ASCII and C1 controls (quote, backslash,
-# controls, "<"), surrogates (the two halves of one character) and presentation forms
-# (clean_text); and ``\/``, looked for apart (only if there is a "/": memchr). Without
-# them (surrogates aside: joined after), raw_unicode_escape can decode the finished outline. "\u" as the literal prefix:
-# 12 ms on the benchmark's tree, where "\" then an alternation took 17.
-_SPECIAL_ESCAPE = re.compile(rb"\\u(?:00[0-9]|[dD][89abAB]|[fF][b-eB-E])")
-# The same but surrogates, which the outline written with escapes can join (emoji are
-# common): looked for after a surrogate, so the file is still read once.
-_SPECIAL_ESCAPE_BUT_SURROGATES = re.compile(rb"\\u(?:00[0-9]|[fF][b-eB-E])")
-_ESCAPED_SOLIDUS = b"\\/"
-# An escape that must stay escaped (parity not read: a false hit only costs time).
-_KEPT_ESCAPE = re.compile(rb"\\u00[0-9]")
-_DECODABLE_ESCAPE = re.compile(rb"\\[u/]")
 _LINE_BREAK = re.compile(r"\s*[\r\n]\s*")
-# Stands for a kept escape's backslash while the others are decoded. NUL cannot appear raw
-# in valid JSON.
-_PLACEHOLDER = b"\x00"
 _NEWLINE = b"\n"
 
 
 def render_outline(data: bytes) -> str | None:
     """The outline of a JSON document (module docstring), ending with a newline unless
     empty; None when msgspec cannot read it."""
+    # Splitting spends at most the whitespace that compacting saved (not what decoding
+    # escapes saves: a file escaped to ASCII gets the outline of the file unescaped). What
+    # the outline adds besides (``- **key**: `` where the JSON had ``"key":``) can still make
+    # a minified file's outline bigger; then it is written again without splits, and if need
+    # be with members as they were, ``"key":<JSON>``, which is never bigger.
+    compact, budget = compact_json(data)
     try:
-        compact = msgspec.json.format(data, indent=-1)
-        # Splitting spends at most the whitespace that compacting saved (not what decoding
-        # escapes saves: a file escaped to ASCII gets the outline of the file unescaped).
-        # What the outline adds besides (``- **key**: `` where the JSON had ``"key":``) can
-        # still make a minified file's outline bigger; then it is written again without
-        # splits, and if need be with members as they were, ``"key":<JSON>``, which is
-        # never bigger.
-        budget = len(data) - len(compact)
-        # A one-byte test first: memchr, where a two-byte one takes 8 ms on 10 MB.
-        if b"\\" in compact and _DECODABLE_ESCAPE.search(compact):
-            special = _SPECIAL_ESCAPE.search(compact)
-            surrogates = False
-            if special is not None and special[0][2] in b"dD":
-                surrogates = True
-                special = _SPECIAL_ESCAPE_BUT_SURROGATES.search(compact, special.end())
-            solidus = b"/" in compact and _ESCAPED_SOLIDUS in compact
-            if special is None and not solidus and compact.isascii():
-                text = _escaped_outline(data, compact, budget, surrogates=surrogates)
-                if text is not None:
-                    return text
-            # Surrogates and presentation forms need no hiding: look further for the rest
-            # (surrogates have been looked past already).
-            protect = solidus or (
-                special is not None
-                and (
-                    special[0].startswith(b"\\u00")
-                    or _KEPT_ESCAPE.search(compact, special.end()) is not None
-                )
-            )
-            compact = _decode_escapes(compact, protect=protect)
         value = _TOP.decode(compact)
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+    except (msgspec.DecodeError, RecursionError):
         return None
     markdown = _Outline(budget).document(value)
     if len(markdown) > len(data) and budget:
@@ -162,130 +113,16 @@ def render_outline(data: bytes) -> str | None:
     return text
 
 
-def _escaped_outline(data: bytes, compact: bytes, budget: int, *, surrogates: bool) -> str | None:
-    r"""The outline of ASCII JSON whose escapes raw_unicode_escape reads as JSON does (no
-    special escapes), written from the compact JSON as it is and decoded once, at the end.
-
-    Decoding the escapes first, then encoding the text for msgspec and decoding the outline
-    took three passes more. Only a value too long for a line is decoded first, to be split
-    by its decoded length as it would be unescaped. None when the outline is bigger than the
-    input: the caller writes the smaller ones. ``surrogates``: the JSON has surrogate pairs,
-    which the codec decodes one half at a time, so they are joined after.
-    """
-    value = _TOP.decode(compact)
-    outline = _Outline(budget, escaped=True, surrogates=surrogates)
-    unescape = _unescape_with_surrogates if surrogates else _unescape
-    outline.write(value)
-    out = outline.out
-    # Runs of escaped pieces between the pieces of split values, which are decoded already.
-    escaped_runs: list[bytes] = []
-    decoded_runs: list[list[bytes]] = []
-    position = 0
-    for start, end in outline.decoded_spans:
-        escaped_runs.append(b"".join(out[position:start]))
-        decoded_runs.append(out[start:end])
-        position = end
-    escaped_runs.append(b"".join(out[position:]))
-    # Decoding only shortens: within the input's size escaped, within it decoded.
-    escaped_size = sum(map(len, escaped_runs))
-    if escaped_size + outline.decoded_size > len(data):
-        return None
-    if not decoded_runs:
-        text = unescape(escaped_runs[0])
-    elif escaped_size * 4 < outline.decoded_size:
-        # Mostly split values (a deep file): the few escaped runs are made UTF-8, and the
-        # whole decoded once, rather than the text copied once more to join its runs.
-        pieces = [unescape(escaped_runs[0]).encode()]
-        for decoded, escaped in zip(decoded_runs, escaped_runs[1:], strict=True):
-            pieces += decoded
-            pieces.append(unescape(escaped).encode())
-        text = b"".join(pieces).decode()
-    else:
-        parts = [unescape(escaped_runs[0])]
-        for decoded, escaped in zip(decoded_runs, escaped_runs[1:], strict=True):
-            parts += (b"".join(decoded).decode(), unescape(escaped))
-        text = "".join(parts)
-    # Nothing to clean: the bytes are ASCII, and C1 controls and presentation forms would be
-    # special escapes.
-    if b"<" in compact:
-        text = escape_inline(text)
-    return text
-
-
-def _unescape(escaped: Any) -> str:
-    """Escaped text (bytes or Raw) decoded by raw_unicode_escape."""
-    return str(escaped, "raw_unicode_escape")
-
-
-def _unescape_with_surrogates(escaped: Any) -> str:
-    """``_unescape``, surrogate pairs joined into their characters."""
-    return str(escaped, "raw_unicode_escape").encode("utf-16", "surrogatepass").decode("utf-16")
-
-
-def _decode_escapes(compact: bytes, *, protect: bool) -> bytes:
-    r"""``\uXXXX`` escapes of visible characters and ``\/`` decoded, the rest kept.
-
-    ``raw_unicode_escape`` decodes every ``\uXXXX`` preceded by an odd number of backslashes
-    and reads other bytes as Latin-1. With ``protect`` (the file may have escapes to keep,
-    or ``\/``), the escapes to keep are first hidden behind a NUL.
-    """
-    if protect:
-        if b"/" in compact:
-            # "\/" is replaced by "/", so escaped backslashes are hidden first: JSON escapes
-            # read left to right, and so does replace, so each pair it replaces is one.
-            compact = compact.replace(b"\\\\", _PLACEHOLDER * 2).replace(_ESCAPED_SOLIDUS, b"/")
-        # A backslash hidden here stands for itself again at the end, so one that was the
-        # second of an escaped backslash ("\\u0007": a backslash, then "u0007") comes back
-        # as it was: the escapes need no pairing.
-        compact = _KEPT_ESCAPE_BACKSLASH.sub(_PLACEHOLDER, compact)
-    if compact.isascii():
-        text = compact.decode("raw_unicode_escape")
-    else:
-        # Characters past Latin-1 become \uXXXX escapes and are decoded back; a backslash of
-        # valid JSON is never followed by one, so no escape is made or unmade by this.
-        text = compact.decode().encode("raw_unicode_escape").decode("raw_unicode_escape")
-    try:
-        decoded = text.encode()
-    except UnicodeEncodeError:
-        # Surrogate pairs are decoded one half at a time: join them. (msgspec has refused
-        # lone halves already.)
-        decoded = text.encode("utf-16", "surrogatepass").decode("utf-16").encode()
-    return decoded.replace(_PLACEHOLDER, b"\\") if protect else decoded
-
-
-def _raw_escaped(text: str) -> bytes:
-    """Text for an outline that raw_unicode_escape decodes as a whole: back to ``text``.
-
-    Its backslashes are written as ``\\U0000005c``, an escape JSON never holds, so none can
-    start an escape with what follows.
-    """
-    if "\\" in text:
-        text = text.replace("\\", "\\U0000005c")
-    return text.encode("raw_unicode_escape")
-
-
 class _Outline:
     """Collects the outline as pieces of bytes (Raw slices of the compact JSON and the markup
     around them) joined once at the end: each byte of the values is copied once.
 
-    ``budget`` is the bytes that splitting long lines may still add. ``escaped``: the JSON
-    still has its escapes (``surrogates``: pairs of them among them), the outline is decoded
-    afterwards (``_escaped_outline``); its own text is written for that, and a value too long
-    for a line is decoded and, if it is still too long, split into lines that are decoded
-    already, in one piece per value: ``out[start:end]`` for each ``(start, end)`` of
-    ``decoded_spans``, ``decoded_size`` bytes in all.
+    ``budget`` is the bytes that splitting long lines may still add.
     """
 
-    def __init__(
-        self, budget: int, *, quoted: bool = False, escaped: bool = False, surrogates: bool = False
-    ) -> None:
+    def __init__(self, budget: int, *, quoted: bool = False) -> None:
         self.budget = budget
         self.quoted = quoted
-        self.escaped = escaped
-        self.unescape: Callable[[Any], str] = _unescape_with_surrogates if surrogates else _unescape
-        self.encode: Callable[[str], bytes] = _raw_escaped if escaped else str.encode
-        self.decoded_spans: list[tuple[int, int]] = []
-        self.decoded_size = 0
         self.out: list[Any] = []
 
     def document(self, value: Any) -> bytes:
@@ -295,7 +132,7 @@ class _Outline:
         return b"".join(self.out)
 
     def write(self, value: Any) -> None:
-        out, encode = self.out, self.encode
+        out = self.out
         if type(value) is dict:
             after_block = False
             for key, member in value.items():
@@ -307,12 +144,12 @@ class _Outline:
                     if self.quoted:
                         out += (_ENCODE(key), b":", _ENCODE(member), _NEWLINE)
                     else:
-                        out.append(encode(f"- **{_text(key)}**: {_scalar(member)}\n"))
+                        out.append(f"- **{_text(key)}**: {_scalar(member)}\n".encode())
                     continue
                 if out:
                     out.append(_NEWLINE)
                 heading = " ".join(_text(key).split()) or "(empty key)"
-                out.append(encode(f"## {heading}\n\n"))
+                out.append(f"## {heading}\n\n".encode())
                 if kind is list:
                     self.items(member, "")
                 else:
@@ -322,7 +159,7 @@ class _Outline:
             self.items(value, "")
         else:
             scalar = escape_block_starts(_scalar(value))
-            out.append(encode(f"{scalar}\n") if scalar else b"")
+            out.append(f"{scalar}\n".encode() if scalar else b"")
 
     def items(self, items: list[Raw], path: str, depth: int = 0) -> None:
         """One line per item of an array, a long item split by its members.
@@ -335,7 +172,7 @@ class _Outline:
             for index, item in enumerate(items):
                 item_path = f"{path}[{index}]"
                 if len(item) <= LINE_LIMIT or not self.split(item, item_path, depth):
-                    out += (self.encode(f"- **{item_path}**: "), item, _NEWLINE)
+                    out += (f"- **{item_path}**: ".encode(), item, _NEWLINE)
         elif not items:
             return
         elif max(map(len, items)) <= LINE_LIMIT:
@@ -348,7 +185,7 @@ class _Outline:
 
     def members(self, members: dict[str, Raw], path: str, depth: int = 0) -> None:
         """``- **path**: <JSON>`` per member of an object, a long one split by its members."""
-        out, encode = self.out, self.encode
+        out = self.out
         if self.quoted:
             for key, member in members.items():
                 out += (_ENCODE(key), b":", member, _NEWLINE)
@@ -360,13 +197,13 @@ class _Outline:
             pairs = [(_text(key), member) for key, member in pairs]
         if max(map(len, members.values()), default=0) <= LINE_LIMIT:
             for key, member in pairs:
-                out += (encode(head + key + "**: "), member, _NEWLINE)
+                out += ((head + key + "**: ").encode(), member, _NEWLINE)
             return
         for key, member in pairs:
             if len(member) <= LINE_LIMIT or not self.split(
                 member, f"{path}.{key}" if path else key, depth
             ):
-                out += (encode(head + key + "**: "), member, _NEWLINE)
+                out += ((head + key + "**: ").encode(), member, _NEWLINE)
 
     def split(self, raw: Raw, path: str, depth: int = 0) -> bool:
         """Write a long object's or array's members as lines of their own when that is worth
@@ -377,8 +214,6 @@ class _Outline:
         (coordinates, a matrix, a vector), stays one line. So does anything deeper than
         ``_MAX_DEPTH`` levels.
         """
-        if self.escaped:
-            return self.split_decoded(raw, path, depth)
         if depth >= _MAX_DEPTH:
             return False
         view = memoryview(raw)  # bytes are read where they are, nothing is copied
@@ -404,28 +239,6 @@ class _Outline:
             self.members(children, path, depth + 1)
         else:
             self.items(children, path, depth + 1)
-        return True
-
-    def split_decoded(self, raw: Raw, path: str, depth: int) -> bool:
-        """``split`` for a value of escaped JSON: it decides on the decoded value, as the
-        unescaped file does, and writes its lines decoded."""
-        decoded = Raw(self.unescape(raw).encode())
-        if len(decoded) <= LINE_LIMIT:
-            return False
-        plain = _Outline(self.budget)
-        if not plain.split(decoded, path, depth):
-            return False
-        self.budget = plain.budget
-        # Its lines are joined now, while they are in the cache, into one piece: the end
-        # joins a piece per value, not per line (the tree: 850 for 16,000).
-        lines = b"".join(plain.out)
-        self.decoded_size += len(lines)
-        out, spans = self.out, self.decoded_spans
-        start = len(out)
-        out.append(lines)
-        if spans and spans[-1][1] == start:  # one run with the previous pieces
-            start = spans.pop()[0]
-        spans.append((start, len(out)))
         return True
 
 

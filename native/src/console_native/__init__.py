@@ -1,0 +1,5 @@
+"""The Agent console's helpers in C (native/README.md)."""
+
+from ._json import compact_json
+
+__all__ = ["compact_json"]

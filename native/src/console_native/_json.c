@@ -1,0 +1,267 @@
+/*
+ * compact_json: JSON text without its whitespace, with the \uXXXX escapes of visible
+ * characters decoded to UTF-8, in one pass.
+ *
+ * The knowledge extraction writes a large JSON file as a markdown outline
+ * (apps/knowledge/extraction/json_outline.py). A file that json.dumps wrote with its default
+ * ensure_ascii=True has every non-ASCII character as an escape; in Python, compacting it,
+ * finding the escapes that must stay and decoding the rest took longer than passing the whole
+ * file through as text (docs/performance.md). Here it is one pass at memory speed, and the
+ * outline is then written from text that reads as the same file written without escapes.
+ *
+ * What changes, only outside strings: the JSON whitespace (space, tab, line feed, carriage
+ * return) is dropped. Inside strings: "\/" becomes "/"; "\uXXXX" becomes the character in
+ * UTF-8, a surrogate pair the one character it encodes, except escapes that must stay so
+ * that each piece of the text is still valid JSON and shows no control character: quote,
+ * backslash and the C0 and C1 controls (U+0000-U+001F, U+007F-U+009F), and lone surrogates.
+ * Those, the two-character escapes (\" \\ \b \f \n \r \t) and every other byte are copied as
+ * they are.
+ *
+ * Nothing is validated: invalid JSON comes out as invalid JSON (a bad escape is copied as it
+ * is, whitespace between two numbers or words is kept), for the parser that reads the result
+ * to refuse. The result is never longer than the
+ * input, since an escape's UTF-8 is shorter than the escape.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* Bytes that end a run of bytes copied as they are: outside strings, whitespace and the
+ * quote that opens a string; inside, the closing quote and an escape's backslash. */
+static const unsigned char ENDS_RUN[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, ['"'] = 1,
+};
+static const unsigned char ENDS_STRING_RUN[256] = {['"'] = 1, ['\\'] = 1};
+
+/* The bytes that numbers, true, false and null are made of: whitespace between two of them
+ * is kept, as only such a pair could join two invalid pieces into one valid token. */
+static const unsigned char IN_TOKEN[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['-'] = 1, ['+'] = 1, ['.'] = 1, ['e'] = 1, ['E'] = 1, ['t'] = 1,
+    ['r'] = 1, ['u'] = 1, ['f'] = 1, ['a'] = 1, ['l'] = 1, ['s'] = 1, ['n'] = 1,
+};
+
+/* Hex digit values plus one; 0 for a byte that is not a hex digit. */
+static const unsigned char HEX_PLUS_ONE[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,
+    ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
+    ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15,
+    ['F'] = 16,
+};
+
+/* The code unit of the four hex digits at p, or -1. */
+static long hex4(const unsigned char *p)
+{
+    long value = 0;
+    for (int k = 0; k < 4; k++) {
+        int digit = HEX_PLUS_ONE[p[k]];
+        if (digit == 0)
+            return -1;
+        value = (value << 4) | (digit - 1);
+    }
+    return value;
+}
+
+/* An escape that stays escaped: quote, backslash, C0 and C1 controls. */
+static int stays_escaped(long code)
+{
+    return code < 0x20 || code == 0x22 || code == 0x5c || (code >= 0x7f && code <= 0x9f);
+}
+
+static Py_ssize_t write_utf8(unsigned char *out, long code)
+{
+    if (code < 0x80) {
+        out[0] = (unsigned char)code;
+        return 1;
+    }
+    if (code < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (code >> 6));
+        out[1] = (unsigned char)(0x80 | (code & 0x3F));
+        return 2;
+    }
+    if (code < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | (code >> 12));
+        out[1] = (unsigned char)(0x80 | ((code >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (code & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | (code >> 18));
+    out[1] = (unsigned char)(0x80 | ((code >> 12) & 0x3F));
+    out[2] = (unsigned char)(0x80 | ((code >> 6) & 0x3F));
+    out[3] = (unsigned char)(0x80 | (code & 0x3F));
+    return 4;
+}
+
+/* The escape at in[i] (a backslash, i + 1 < n) written to out: returns the input bytes read
+ * and adds the output bytes written to *o. */
+static Py_ssize_t copy_escape(const unsigned char *in, Py_ssize_t i, Py_ssize_t n,
+                              unsigned char *out, Py_ssize_t *o)
+{
+    unsigned char kind = in[i + 1];
+    if (kind == '/') {
+        out[(*o)++] = '/';
+        return 2;
+    }
+    if (kind != 'u' || i + 6 > n) {
+        out[(*o)++] = '\\';
+        out[(*o)++] = kind;
+        return 2;
+    }
+    long code = hex4(in + i + 2);
+    if (code >= 0xD800 && code <= 0xDBFF) {
+        /* A high surrogate decodes only with the low one after it. */
+        long low = -1;
+        if (i + 12 <= n && in[i + 6] == '\\' && in[i + 7] == 'u')
+            low = hex4(in + i + 8);
+        if (low >= 0xDC00 && low <= 0xDFFF) {
+            *o += write_utf8(out + *o, 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00));
+            return 12;
+        }
+    } else if (code >= 0 && !(code >= 0xDC00 && code <= 0xDFFF) && !stays_escaped(code)) {
+        *o += write_utf8(out + *o, code);
+        return 6;
+    }
+    memcpy(out + *o, in + i, 6);
+    *o += 6;
+    return 6;
+}
+
+/* The bytes of a string from in[i] up to its closing quote or next escape, copied to out[o..]
+ * 16 at a time; returns how many. Each block of 16 is stored before it is looked at: out has
+ * room, since o <= i always and the block is within the input. */
+static Py_ssize_t copy_string_run(const unsigned char *in, Py_ssize_t i, Py_ssize_t n,
+                                  unsigned char *out, Py_ssize_t o)
+{
+    Py_ssize_t start = i;
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    while (i + 16 <= n) {
+        __m128i block = _mm_loadu_si128((const __m128i *)(in + i));
+        unsigned mask = (unsigned)_mm_movemask_epi8(
+            _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
+        _mm_storeu_si128((__m128i *)(out + o + (i - start)), block);
+        if (mask != 0)
+            return i - start + __builtin_ctz(mask);
+        i += 16;
+    }
+#endif
+    while (i < n && !ENDS_STRING_RUN[in[i]]) {
+        out[o + (i - start)] = in[i];
+        i++;
+    }
+    return i - start;
+}
+
+/* Spaces from in[i], 16 at a time: indentation after a line feed. */
+static Py_ssize_t count_spaces(const unsigned char *in, Py_ssize_t i, Py_ssize_t n)
+{
+    Py_ssize_t start = i;
+#ifdef __SSE2__
+    const __m128i space = _mm_set1_epi8(' ');
+    while (i + 16 <= n) {
+        unsigned mask = (unsigned)_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(in + i)), space));
+        if (mask != 0xFFFF)
+            return i - start + __builtin_ctz(~mask);
+        i += 16;
+    }
+#endif
+    while (i < n && in[i] == ' ')
+        i++;
+    return i - start;
+}
+
+/* Writes the compacted text of in[0..n) to out and the whitespace dropped to *dropped;
+ * returns the length written. */
+static Py_ssize_t compact(const unsigned char *in, Py_ssize_t n, unsigned char *out,
+                          Py_ssize_t *dropped)
+{
+    Py_ssize_t i = 0, o = 0, whitespace = 0;
+    while (i < n) {
+        unsigned char c = in[i++];
+        if (!ENDS_RUN[c]) {
+            out[o++] = c;
+            continue;
+        }
+        if (c != '"') {
+            Py_ssize_t spaces = count_spaces(in, i, n);
+            whitespace += 1 + spaces;
+            i += spaces;
+            if (o > 0 && i < n && IN_TOKEN[out[o - 1]] && IN_TOKEN[in[i]]) {
+                /* "[1 2]" or "tr ue": invalid, and it must not become "[12]" or "true". */
+                out[o++] = ' ';
+                whitespace--;
+            }
+            continue;
+        }
+        out[o++] = '"';
+        while (i < n) {
+            Py_ssize_t run = copy_string_run(in, i, n, out, o);
+            i += run;
+            o += run;
+            if (i >= n)
+                break;
+            if (in[i] == '"') {
+                out[o++] = '"';
+                i++;
+                break;
+            }
+            if (i + 1 >= n) { /* a backslash that ends the input: invalid, copied */
+                out[o++] = in[i++];
+                break;
+            }
+            i += copy_escape(in, i, n, out, &o);
+        }
+    }
+    *dropped = whitespace;
+    return o;
+}
+
+static PyObject *compact_json(PyObject *Py_UNUSED(module), PyObject *data)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, view.len);
+    if (result == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t length, dropped;
+    Py_BEGIN_ALLOW_THREADS
+    length = compact((const unsigned char *)view.buf, view.len,
+                     (unsigned char *)PyBytes_AS_STRING(result), &dropped);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&result, length) < 0)
+        return NULL;
+    return Py_BuildValue("(Nn)", result, dropped);
+}
+
+PyDoc_STRVAR(compact_json_doc,
+"compact_json(data, /)\n--\n\n"
+"The JSON text ``data`` (a bytes-like object) without whitespace outside strings, with the\n"
+"``\\uXXXX`` escapes of visible characters decoded to UTF-8 and ``\\/`` to ``/``, and the\n"
+"number of whitespace bytes dropped. Escapes of quote, backslash, control characters and\n"
+"lone surrogates stay as they are. Nothing is validated.");
+
+static PyMethodDef methods[] = {
+    {"compact_json", compact_json, METH_O, compact_json_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "console_native._json",
+    .m_doc = "The console's JSON helpers in C.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__json(void)
+{
+    return PyModule_Create(&module);
+}

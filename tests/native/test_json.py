@@ -1,0 +1,122 @@
+"""console_native.compact_json: whitespace dropped, escapes of visible characters decoded,
+everything else kept, so the result reads as the same JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+from console_native import compact_json
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.smoke
+
+# Text of every plane but DEL and the C1 controls, which stay escaped in the file json.dumps
+# escapes to ASCII and are raw in the other.
+TEXT = st.text(
+    st.characters(exclude_categories=["Cs"], exclude_characters=[*map(chr, range(0x7F, 0xA0))])
+)
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT,
+    lambda children: st.lists(children, max_size=6) | st.dictionaries(TEXT, children, max_size=6),
+    max_leaves=40,
+)
+
+
+@given(value=JSON_VALUES, indent=st.sampled_from([None, 0, 1, 4, "\t"]))
+@settings(max_examples=400, deadline=None)
+def test_escaped_and_indented_json_compacts_to_the_unescaped_compact_json(
+    value: Any, indent: int | str | None
+) -> None:
+    escaped = json.dumps(value, ensure_ascii=True, indent=indent).encode()
+    compact, dropped = compact_json(escaped)
+    assert compact == json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    assert json.loads(compact) == value
+    # Only whitespace counts as dropped, not what decoding the escapes saved.
+    assert dropped == len(escaped) - len(json.dumps(value, separators=(",", ":")).encode())
+
+
+@pytest.mark.parametrize("offset", range(40))
+def test_an_escape_at_any_offset_of_a_long_string_is_decoded(offset: int) -> None:
+    # Strings are copied 16 bytes at a time: an escape on, before and after each boundary.
+    text = "x" * offset + "é" + "y" * (40 - offset) + "😀" + '"' + "z" * offset
+    compact, _ = compact_json(json.dumps([text, text], indent=2).encode())
+    assert compact == json.dumps([text, text], ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize(
+    ("written", "compacted"),
+    [
+        (rb'"\/"', b'"/"'),
+        (rb'"\\/"', rb'"\\/"'),  # an escaped backslash, then "/"
+        (rb'"\\u00e9"', rb'"\\u00e9"'),  # an escaped backslash, then "u00e9"
+        (rb'"\\\u00e9"', b'"\\\\\xc3\xa9"'),  # an escaped backslash, then an escaped "é"
+        (rb'"\u0041\u00E9\u6771"', '"Aé東"'.encode()),
+        (rb'"\ud83d\ude00"', '"😀"'.encode()),
+        (rb'"\u0022 \u005c \u005C \" \\ \n \t"', rb'"\u0022 \u005c \u005C \" \\ \n \t"'),
+        (rb'"\u0000 \u001f \u007f \u0080 \u009f"', rb'"\u0000 \u001f \u007f \u0080 \u009f"'),
+        (rb'"\u00a0"', '"\u00a0"'.encode()),
+        (rb'"\u2028"', '"\u2028"'.encode()),
+        ('"Zürich \\u00fc"'.encode(), '"Zürich ü"'.encode()),  # raw UTF-8 and escapes mixed
+        (b' { "a" : [ 1 , 2.5e3 , true ] ,\r\n\t"b" : null } ', b'{"a":[1,2.5e3,true],"b":null}'),
+        (b'"  spaces  kept  "', b'"  spaces  kept  "'),
+    ],
+)
+def test_compaction_decodes_visible_escapes_and_keeps_the_rest(
+    written: bytes, compacted: bytes
+) -> None:
+    assert compact_json(written)[0] == compacted
+
+
+@pytest.mark.parametrize(
+    ("invalid", "compacted"),
+    [
+        (rb'["\ud800"]', None),  # a lone high surrogate
+        (rb'["\ud800\u0041"]', rb'["\ud800A"]'),  # a high surrogate, then something else
+        (rb'["\udc00"]', None),  # a lone low surrogate
+        (rb'["\u12"]', None),  # too few hex digits
+        (rb'["\u12g4"]', None),
+        (rb'["\q"]', None),
+        (b'["a\\', None),  # a backslash that ends the input
+        (b'["unterminated', None),
+    ],
+)
+def test_invalid_escapes_are_copied_as_they_are(invalid: bytes, compacted: bytes | None) -> None:
+    compact, _ = compact_json(invalid)
+    assert compact == (compacted or invalid)
+    with pytest.raises(msgspec.DecodeError):
+        msgspec.json.decode(compact)
+
+
+@pytest.mark.parametrize(
+    ("written", "compacted"),
+    [
+        (b"[1 2]", b"[1 2]"),
+        (b"[tr ue]", b"[tr ue]"),
+        (b"[- 1]", b"[- 1]"),
+        (b"[1 .5]", b"[1 .5]"),
+        (b"[1e \n 5]", b"[1e 5]"),
+        (b"[nu\tll]", b"[nu ll]"),
+        (b"[1 , 2]", b"[1,2]"),
+    ],
+)
+def test_whitespace_inside_a_number_or_word_stays_so_the_json_stays_invalid(
+    written: bytes, compacted: bytes
+) -> None:
+    assert compact_json(written)[0] == compacted
+
+
+def test_any_bytes_like_object_is_read_and_the_result_is_bytes() -> None:
+    data = b'{ "a" : "\\u00e9" }'
+    for buffer in (data, bytearray(data), memoryview(data)):
+        assert compact_json(buffer) == ('{"a":"é"}'.encode(), 4)
+    assert compact_json(b"") == (b"", 0)
+    with pytest.raises(TypeError):
+        compact_json("text")  # type: ignore[arg-type]
