@@ -7,7 +7,7 @@ setup(
         Extension(
             "console_native._json",
             sources=["src/console_native/_json.c"],
-            extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra"],
+            extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wextra"],
         )
     ]
 )

@@ -1,5 +1,6 @@
 """console_native.compact_json: whitespace dropped, escapes of visible characters decoded,
-everything else kept, so the result reads as the same JSON."""
+everything else kept, so the result reads as the same JSON; None for strings that are not
+UTF-8."""
 
 from __future__ import annotations
 
@@ -120,3 +121,35 @@ def test_any_bytes_like_object_is_read_and_the_result_is_bytes() -> None:
     assert compact_json(b"") == (b"", 0)
     with pytest.raises(TypeError):
         compact_json("text")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "not_utf8",
+    [
+        b"caf\xe9",  # Latin-1
+        b"\x80",  # a continuation byte alone
+        b"\xc0\x80",  # an overlong NUL
+        b"\xe0\x80\x80",  # an overlong three-byte form
+        b"\xed\xa0\x80",  # a surrogate
+        b"\xf4\x90\x80\x80",  # past U+10FFFF
+        b"\xf5\x80\x80\x80",
+        b"\xe2\x82",  # cut short by the closing quote
+        b"\xe2\x82\x28",
+        b"x" * 20 + b"\xff",  # past the first 16-byte block
+    ],
+)
+def test_a_string_that_is_not_utf8_gives_none(not_utf8: bytes) -> None:
+    assert compact_json(b'{"a": ["ok", "' + not_utf8 + b'"]}') is None
+
+
+@given(body=st.binary(max_size=64), offset=st.integers(0, 40))
+@settings(max_examples=400, deadline=None)
+def test_strings_are_accepted_exactly_when_python_decodes_them(body: bytes, offset: int) -> None:
+    body = b"x" * offset + body.replace(b'"', b"").replace(b"\\", b"")
+    data = b'["' + body + b'"]'
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        assert compact_json(data) is None
+    else:
+        assert compact_json(data) == (data, 0)

@@ -107,8 +107,6 @@ def extract(
         # Parsers raise anything on hostile input (KeyError, ValueError, RecursionError, ...).
         # The caller needs one exception type and a message for people.
         raise ExtractionFailed(DAMAGED) from None
-    # isspace() stops at the first visible character; strip() would copy a 10 MB text to
-    # find out it is not empty.
-    if result.markdown.isspace():
+    if result.is_blank():
         result.markdown = ""
     return result

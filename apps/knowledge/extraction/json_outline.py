@@ -34,7 +34,7 @@ and lone surrogates stay, so every line is still valid JSON (native/src/console_
 
 ``render_outline`` returns None for what msgspec will not read: another encoding, a BOM, NaN,
 lone surrogate escapes, floats past the double range at the top level, nesting deeper than
-Python's recursion limit, bytes that are not UTF-8, and invalid JSON. The caller then takes
+Python's recursion limit, and invalid JSON; and for strings that are not UTF-8. The caller then takes
 the slow path, which reads those or says where the error is.
 """
 
@@ -84,15 +84,20 @@ _LINE_BREAK = re.compile(r"\s*[\r\n]\s*")
 _NEWLINE = b"\n"
 
 
-def render_outline(data: bytes) -> str | None:
+def render_outline(data: bytes) -> bytes | str | None:
     """The outline of a JSON document (module docstring), ending with a newline unless
-    empty; None when msgspec cannot read it."""
+    empty: UTF-8 bytes (valid: ``compact_json`` checked the strings' UTF-8, the rest is ours),
+    or text when it had to be cleaned or escaped, which works on text. None when msgspec
+    cannot read it or a string is not UTF-8."""
+    compacted = compact_json(data)
+    if compacted is None:
+        return None
     # Splitting spends at most the whitespace that compacting saved (not what decoding
     # escapes saves: a file escaped to ASCII gets the outline of the file unescaped). What
     # the outline adds besides (``- **key**: `` where the JSON had ``"key":``) can still make
     # a minified file's outline bigger; then it is written again without splits, and if need
     # be with members as they were, ``"key":<JSON>``, which is never bigger.
-    compact, budget = compact_json(data)
+    compact, budget = compacted
     try:
         value = _TOP.decode(compact)
     except (msgspec.DecodeError, RecursionError):
@@ -102,13 +107,16 @@ def render_outline(data: bytes) -> str | None:
         markdown = _Outline(0).document(value)
     if len(markdown) > len(data):
         markdown = _Outline(0, quoted=True).document(value)
-    try:
-        text = markdown.decode()
-    except UnicodeDecodeError:  # msgspec passes string bytes through unchecked
-        return None
-    if any(lead in compact and pattern.search(compact) for lead, pattern in _CLEANABLE_UTF8):
+    cleanable = any(
+        lead in compact and pattern.search(compact) for lead, pattern in _CLEANABLE_UTF8
+    )
+    html = b"<" in compact
+    if not cleanable and not html:
+        return markdown
+    text = markdown.decode()
+    if cleanable:
         text = clean_text(text)
-    if b"<" in compact:
+    if html:
         text = escape_inline(text)
     return text
 

@@ -17,10 +17,12 @@
  * Those, the two-character escapes (\" \\ \b \f \n \r \t) and every other byte are copied as
  * they are.
  *
- * Nothing is validated: invalid JSON comes out as invalid JSON (a bad escape is copied as it
- * is, whitespace between two numbers or words is kept), for the parser that reads the result
- * to refuse. The result is never longer than the
- * input, since an escape's UTF-8 is shorter than the escape.
+ * The strings' UTF-8 is checked: the result is None if a string holds bytes that are not
+ * UTF-8, so that every string of the result is UTF-8 and text made of its pieces needs no
+ * decoding to be known valid. The rest is not validated: invalid JSON comes out as invalid
+ * JSON (a bad escape is copied as it is, whitespace between two numbers or words is kept),
+ * for the parser that reads the result to refuse. The result is never longer than the input,
+ * since an escape's UTF-8 is shorter than the escape.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,7 +36,10 @@
 static const unsigned char ENDS_RUN[256] = {
     [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, ['"'] = 1,
 };
-static const unsigned char ENDS_STRING_RUN[256] = {['"'] = 1, ['\\'] = 1};
+/* Inside strings also bytes past ASCII, whose UTF-8 is checked. */
+static const unsigned char ENDS_STRING_RUN[256] = {
+    ['"'] = 1, ['\\'] = 1, [0x80 ... 0xFF] = 1,
+};
 
 /* The bytes that numbers, true, false and null are made of: whitespace between two of them
  * is kept, as only such a pair could join two invalid pieces into one valid token. */
@@ -129,7 +134,39 @@ static Py_ssize_t copy_escape(const unsigned char *in, Py_ssize_t i, Py_ssize_t 
     return 6;
 }
 
-/* The bytes of a string from in[i] up to its closing quote or next escape, copied to out[o..]
+/* The length of the UTF-8 sequence at in[i] (its first byte past ASCII), or 0 if it is not
+ * one (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static Py_ssize_t utf8_length(const unsigned char *in, Py_ssize_t i, Py_ssize_t n)
+{
+    unsigned char lead = in[i];
+    Py_ssize_t length;
+    unsigned char low = 0x80, high = 0xBF; /* the range of the second byte */
+    if (lead >= 0xC2 && lead <= 0xDF)
+        length = 2;
+    else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        if (lead == 0xE0)
+            low = 0xA0;
+        else if (lead == 0xED)
+            high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        if (lead == 0xF0)
+            low = 0x90;
+        else if (lead == 0xF4)
+            high = 0x8F;
+    } else
+        return 0;
+    if (i + length > n || in[i + 1] < low || in[i + 1] > high)
+        return 0;
+    for (Py_ssize_t k = 2; k < length; k++)
+        if ((in[i + k] & 0xC0) != 0x80)
+            return 0;
+    return length;
+}
+
+/* The bytes of a string from in[i] up to its closing quote, next escape or next byte past
+ * ASCII, copied to out[o..]
  * 16 at a time; returns how many. Each block of 16 is stored before it is looked at: out has
  * room, since o <= i always and the block is within the input. */
 static Py_ssize_t copy_string_run(const unsigned char *in, Py_ssize_t i, Py_ssize_t n,
@@ -140,8 +177,9 @@ static Py_ssize_t copy_string_run(const unsigned char *in, Py_ssize_t i, Py_ssiz
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
     while (i + 16 <= n) {
         __m128i block = _mm_loadu_si128((const __m128i *)(in + i));
-        unsigned mask = (unsigned)_mm_movemask_epi8(
-            _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
+        /* Quotes, backslashes and (the high bit of each byte) bytes past ASCII. */
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+            block, _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash))));
         _mm_storeu_si128((__m128i *)(out + o + (i - start)), block);
         if (mask != 0)
             return i - start + __builtin_ctz(mask);
@@ -175,7 +213,7 @@ static Py_ssize_t count_spaces(const unsigned char *in, Py_ssize_t i, Py_ssize_t
 }
 
 /* Writes the compacted text of in[0..n) to out and the whitespace dropped to *dropped;
- * returns the length written. */
+ * returns the length written, or -1 if a string holds bytes that are not UTF-8. */
 static Py_ssize_t compact(const unsigned char *in, Py_ssize_t n, unsigned char *out,
                           Py_ssize_t *dropped)
 {
@@ -209,6 +247,15 @@ static Py_ssize_t compact(const unsigned char *in, Py_ssize_t n, unsigned char *
                 i++;
                 break;
             }
+            if (in[i] >= 0x80) {
+                Py_ssize_t length = utf8_length(in, i, n);
+                if (length == 0)
+                    return -1;
+                memcpy(out + o, in + i, length);
+                i += length;
+                o += length;
+                continue;
+            }
             if (i + 1 >= n) { /* a backslash that ends the input: invalid, copied */
                 out[o++] = in[i++];
                 break;
@@ -236,6 +283,10 @@ static PyObject *compact_json(PyObject *Py_UNUSED(module), PyObject *data)
                      (unsigned char *)PyBytes_AS_STRING(result), &dropped);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
+    if (length < 0) {
+        Py_DECREF(result);
+        Py_RETURN_NONE;
+    }
     if (_PyBytes_Resize(&result, length) < 0)
         return NULL;
     return Py_BuildValue("(Nn)", result, dropped);
@@ -246,7 +297,8 @@ PyDoc_STRVAR(compact_json_doc,
 "The JSON text ``data`` (a bytes-like object) without whitespace outside strings, with the\n"
 "``\\uXXXX`` escapes of visible characters decoded to UTF-8 and ``\\/`` to ``/``, and the\n"
 "number of whitespace bytes dropped. Escapes of quote, backslash, control characters and\n"
-"lone surrogates stay as they are. Nothing is validated.");
+"lone surrogates stay as they are. None if a string holds bytes that are not UTF-8; the\n"
+"rest is not validated.");
 
 static PyMethodDef methods[] = {
     {"compact_json", compact_json, METH_O, compact_json_doc},
