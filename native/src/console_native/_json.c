@@ -57,17 +57,15 @@ static const unsigned char HEX_PLUS_ONE[256] = {
     ['F'] = 16,
 };
 
-/* The code unit of the four hex digits at p, or -1. */
+/* The code unit of the four hex digits at p, or -1. A byte that is not a digit gives
+ * 0 - 1, which wraps to a value past 15: one test for the four. */
 static long hex4(const unsigned char *p)
 {
-    long value = 0;
-    for (int k = 0; k < 4; k++) {
-        int digit = HEX_PLUS_ONE[p[k]];
-        if (digit == 0)
-            return -1;
-        value = (value << 4) | (digit - 1);
-    }
-    return value;
+    unsigned a = HEX_PLUS_ONE[p[0]] - 1u, b = HEX_PLUS_ONE[p[1]] - 1u;
+    unsigned c = HEX_PLUS_ONE[p[2]] - 1u, d = HEX_PLUS_ONE[p[3]] - 1u;
+    if ((a | b | c | d) > 15)
+        return -1;
+    return (long)((a << 12) | (b << 8) | (c << 4) | d);
 }
 
 /* An escape that stays escaped: quote, backslash, C0 and C1 controls. */
@@ -116,6 +114,10 @@ static Py_ssize_t copy_escape(const unsigned char *in, Py_ssize_t i, Py_ssize_t 
         return 2;
     }
     long code = hex4(in + i + 2);
+    if (code >= 0xA0 && (code < 0xD800 || code > 0xDFFF)) { /* the common case: decoded */
+        *o += write_utf8(out + *o, code);
+        return 6;
+    }
     if (code >= 0xD800 && code <= 0xDBFF) {
         /* A high surrogate decodes only with the low one after it. */
         long low = -1;
@@ -228,7 +230,7 @@ static Py_ssize_t compact(const unsigned char *in, Py_ssize_t n, unsigned char *
             Py_ssize_t spaces = count_spaces(in, i, n);
             whitespace += 1 + spaces;
             i += spaces;
-            if (o > 0 && i < n && IN_TOKEN[out[o - 1]] && IN_TOKEN[in[i]]) {
+            if (i < n && IN_TOKEN[in[i]] && o > 0 && IN_TOKEN[out[o - 1]]) {
                 /* "[1 2]" or "tr ue": invalid, and it must not become "[12]" or "true". */
                 out[o++] = ' ';
                 whitespace--;
