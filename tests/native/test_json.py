@@ -1,6 +1,6 @@
-"""console_native.compact_json: whitespace dropped, escapes of visible characters decoded,
-everything else kept, so the result reads as the same JSON; None for strings that are not
-UTF-8."""
+"""console_native: compact_json drops whitespace and decodes the escapes of visible
+characters, keeping everything else, so the result reads as the same JSON (None for strings
+that are not UTF-8); split_json gives the members of compact JSON as msgspec does."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from console_native import compact_json
+from console_native import compact_json, split_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -153,3 +153,60 @@ def test_strings_are_accepted_exactly_when_python_decodes_them(body: bytes, offs
         assert compact_json(data) is None
     else:
         assert compact_json(data) == (data, 0)
+
+
+CONTAINERS = st.lists(JSON_VALUES, max_size=8) | st.dictionaries(TEXT, JSON_VALUES, max_size=8)
+
+
+def _members(pieces: Any) -> Any:
+    """Slices (memoryview or msgspec.Raw) as bytes, keys kept."""
+    if isinstance(pieces, dict):
+        return {key: bytes(piece) for key, piece in pieces.items()}
+    return [bytes(piece) for piece in pieces]
+
+
+@given(value=CONTAINERS)
+@settings(max_examples=400, deadline=None)
+def test_split_json_gives_the_members_msgspec_gives(value: Any) -> None:
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    pieces = split_json(compact)
+    expected = msgspec.json.decode(compact, type=dict[str, msgspec.Raw] | list[msgspec.Raw])
+    if pieces is None:  # only an object with an escaped key is left to msgspec
+        assert isinstance(value, dict)
+        assert any(json.dumps(key, ensure_ascii=False)[1:-1] != key for key in value)
+    else:
+        assert _members(pieces) == _members(expected)
+
+
+@pytest.mark.parametrize("pad", range(0, 140, 3))
+def test_split_json_reads_brackets_and_quotes_in_strings_across_blocks(pad: int) -> None:
+    # Blocks of 64 bytes are read at once unless they hold a backslash: brackets and escaped
+    # quotes inside strings, before, on and after each block's edge.
+    tricky = "x" * pad + '"]}[{' + "y" * (pad % 70) + "\\"
+    value = {"a": [tricky, {"b": "]}" * 40, "c": [[], {}, tricky]}], "d": 1, "e": tricky}
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    pieces = split_json(compact)
+    assert pieces is not None
+    assert {key: json.loads(bytes(piece)) for key, piece in pieces.items()} == value
+    inner = split_json(pieces["a"])
+    assert [json.loads(bytes(piece)) for piece in inner] == value["a"]
+
+
+@pytest.mark.parametrize(
+    ("data", "members"),
+    [
+        (b"[]", []),
+        (b"{}", {}),
+        (
+            b'[1,-2.5e3,true,null,"s",[],{}]',
+            [b"1", b"-2.5e3", b"true", b"null", b'"s"', b"[]", b"{}"],
+        ),
+        (b'{"a":1,"a":2}', {"a": b"2"}),  # the last of two equal keys, as msgspec does
+        (b'{"\\u00e9":1}', None),  # an escaped key: left to msgspec
+        (b"1", None),
+        (b'"text"', None),
+    ],
+)
+def test_split_json_of_small_and_odd_values(data: bytes, members: Any) -> None:
+    pieces = split_json(data)
+    assert (None if pieces is None else _members(pieces)) == members

@@ -4,8 +4,9 @@ Parsing a 10 MB file into Python objects (orjson, the fastest at it) takes as lo
 whole text pass-through, before a line is written. This writer never does: our C helper
 ``console_native.compact_json`` drops the whitespace and decodes the escapes in one pass, then
 msgspec, in C, checks the syntax while it splits the compact text into its top-level members
-and their items as ``Raw`` byte slices, which are joined into the markdown with one copy.
-Python touches one object per line written, not one per value
+and their items as ``Raw`` byte slices; a long value is split further by ``split_json``
+(memoryview slices, the text not checked again), and the slices are joined into the markdown
+with one copy. Python touches one object per line written, not one per value
 (``benchmarks/json_extraction.py``, figures in docs/performance.md).
 
 The outline (docs/knowledge.md):
@@ -41,12 +42,12 @@ the slow path, which reads those or says where the error is.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from typing import Any
 
 import msgspec
-from console_native import compact_json
+from console_native import compact_json, split_json
 from msgspec import Raw
 
 from .markdown import clean_text, escape_block_starts, escape_inline
@@ -60,12 +61,13 @@ LINE_LIMIT = 4000
 # it replaces, rounded up: splitting a value only pays when its members are bigger than this.
 _LINE_MARKUP = 12
 
+# A piece of the compact JSON: msgspec's Raw, or split_json's memoryview.
+_Piece = Raw | memoryview
 _Member = list[Raw] | dict[str, Raw] | str | int | float | bool | None
 # The top level in one pass: members that are arrays or objects come as lists or dicts of
 # Raw items (one more level), scalars as values; a top-level array's items as Raw.
 _TOP = msgspec.json.Decoder(dict[str, _Member] | list[Raw] | str | int | float | bool | None)
 _OBJECT = msgspec.json.Decoder(dict[str, Raw])
-_ARRAY = msgspec.json.Decoder(list[Raw])
 _OBJECT_OPENER, _ARRAY_OPENER = ord("{"), ord("[")
 _NUMBER_STARTS = frozenset(b"-0123456789")
 # Paths deeper than this are no longer read (and Python's recursion stays far from its limit).
@@ -169,7 +171,7 @@ class _Outline:
             scalar = escape_block_starts(_scalar(value))
             out.append(f"{scalar}\n".encode() if scalar else b"")
 
-    def items(self, items: list[Raw], path: str, depth: int = 0) -> None:
+    def items(self, items: Sequence[_Piece], path: str, depth: int = 0) -> None:
         """One line per item of an array, a long item split by its members.
 
         At the top of a section (``path`` empty) an item is its compact JSON; deeper, it is
@@ -191,7 +193,7 @@ class _Outline:
                 if len(item) <= LINE_LIMIT or not self.split(item, f"[{index}]", depth):
                     out += (item, _NEWLINE)
 
-    def members(self, members: dict[str, Raw], path: str, depth: int = 0) -> None:
+    def members(self, members: Mapping[str, _Piece], path: str, depth: int = 0) -> None:
         """``- **path**: <JSON>`` per member of an object, a long one split by its members."""
         out = self.out
         if self.quoted:
@@ -199,7 +201,7 @@ class _Outline:
                 out += (_ENCODE(key), b":", member, _NEWLINE)
             return
         head = f"- **{path}." if path else "- **"
-        pairs: Iterable[tuple[str, Raw]] = members.items()
+        pairs: Iterable[tuple[str, _Piece]] = members.items()
         if not all(map(str.isprintable, members)):
             # A list, not a dict: two keys may read the same once cleaned; both are kept.
             pairs = [(_text(key), member) for key, member in pairs]
@@ -213,7 +215,7 @@ class _Outline:
             ):
                 out += ((head + key + "**: ").encode(), member, _NEWLINE)
 
-    def split(self, raw: Raw, path: str, depth: int = 0) -> bool:
+    def split(self, raw: _Piece, path: str, depth: int = 0) -> bool:
         """Write a long object's or array's members as lines of their own when that is worth
         its cost in bytes (the paths) and the budget allows it.
 
@@ -225,17 +227,21 @@ class _Outline:
         if depth >= _MAX_DEPTH:
             return False
         view = memoryview(raw)  # bytes are read where they are, nothing is copied
-        if view[0] == _OBJECT_OPENER:
-            children: dict[str, Raw] | list[Raw] = _OBJECT.decode(raw)
-        elif view[0] == _ARRAY_OPENER:
+        if view[0] == _ARRAY_OPENER:
             first = 1
             while first < len(view) and view[first] == _ARRAY_OPENER:
                 first += 1
             if first < len(view) and view[first] in _NUMBER_STARTS:
                 return False
-            children = _ARRAY.decode(raw)
-        else:
+        elif view[0] != _OBJECT_OPENER:
             return False
+        # The text is valid JSON (msgspec read all of it at the top), so it is split in C
+        # without being checked again: the tree's splits took 14 ms in msgspec, 5 this way.
+        # msgspec still decodes the keys of an object that has escaped ones.
+        pieces = split_json(raw)
+        children: Mapping[str, _Piece] | Sequence[_Piece] = (
+            _OBJECT.decode(raw) if pieces is None else pieces
+        )
         # What the lines add: each repeats the path and its markup where the JSON had a key
         # and a comma (an index line a little more: the index).
         extra = len(children) * (len(path) + _LINE_MARKUP)
@@ -243,7 +249,7 @@ class _Outline:
         if extra > len(raw) or extra > self.budget:
             return False
         self.budget -= extra
-        if isinstance(children, dict):
+        if isinstance(children, Mapping):
             self.members(children, path, depth + 1)
         else:
             self.items(children, path, depth + 1)

@@ -26,6 +26,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -294,6 +295,208 @@ static PyObject *compact_json(PyObject *Py_UNUSED(module), PyObject *data)
     return Py_BuildValue("(Nn)", result, dropped);
 }
 
+/* ---- split_json: the members of a compact, valid JSON object or array ---- */
+
+/* The index after the closing quote of the string whose content starts at in[i]. */
+static Py_ssize_t skip_string(const unsigned char *in, Py_ssize_t i, Py_ssize_t n)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+#endif
+    while (i < n) {
+#ifdef __SSE2__
+        if (i + 16 <= n) {
+            __m128i block = _mm_loadu_si128((const __m128i *)(in + i));
+            unsigned mask = (unsigned)_mm_movemask_epi8(
+                _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
+            if (mask == 0) {
+                i += 16;
+                continue;
+            }
+            i += __builtin_ctz(mask);
+        }
+#endif
+        if (in[i] == '"')
+            return i + 1;
+        i += in[i] == '\\' ? 2 : 1;
+    }
+    return n;
+}
+
+#ifdef __SSE2__
+/* 64 bytes as four SSE2 registers, compared a byte value at a time into a 64-bit mask. */
+typedef struct {
+    __m128i part[4];
+} Block;
+
+static Block load_block(const unsigned char *p)
+{
+    Block block;
+    for (int k = 0; k < 4; k++)
+        block.part[k] = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+    return block;
+}
+
+static uint64_t mask_of(const Block *block, char byte)
+{
+    const __m128i wanted = _mm_set1_epi8(byte);
+    uint64_t mask = 0;
+    for (int k = 0; k < 4; k++)
+        mask |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(block->part[k], wanted))
+                << (16 * k);
+    return mask;
+}
+
+/* Bit k of the result is the XOR of bits 0..k: between an opening quote (included) and its
+ * closing quote (excluded), 1. */
+static uint64_t prefix_xor(uint64_t bits)
+{
+    bits ^= bits << 1;
+    bits ^= bits << 2;
+    bits ^= bits << 4;
+    bits ^= bits << 8;
+    bits ^= bits << 16;
+    bits ^= bits << 32;
+    return bits;
+}
+#endif
+
+/* The index after the object or array that starts at in[i] (compact, valid JSON). A block of
+ * 64 bytes without a backslash is read at once: the quotes' prefix XOR marks the bytes inside
+ * strings, and the brackets outside them are counted. A block with a backslash (an escape
+ * could hide a quote) and the input's last bytes are read one at a time. */
+static Py_ssize_t skip_container(const unsigned char *in, Py_ssize_t i, Py_ssize_t n)
+{
+    Py_ssize_t depth = 0;
+    int in_string = 0;
+    while (i < n) {
+#ifdef __SSE2__
+        if (i + 64 <= n) {
+            Block block = load_block(in + i);
+            if (mask_of(&block, '\\') == 0) {
+                uint64_t opens = mask_of(&block, '{') | mask_of(&block, '[');
+                uint64_t closes = mask_of(&block, '}') | mask_of(&block, ']');
+                uint64_t inside = prefix_xor(mask_of(&block, '"'));
+                if (in_string)
+                    inside = ~inside;
+                opens &= ~inside;
+                for (uint64_t brackets = (opens | closes) & ~inside; brackets != 0;
+                     brackets &= brackets - 1) {
+                    int bit = __builtin_ctzll(brackets);
+                    if ((opens >> bit) & 1)
+                        depth++;
+                    else if (--depth == 0)
+                        return i + bit + 1;
+                }
+                in_string = (int)(inside >> 63);
+                i += 64;
+                continue;
+            }
+        }
+#endif
+        Py_ssize_t end = i + 64 < n ? i + 64 : n;
+        while (i < end) {
+            unsigned char c = in[i++];
+            if (in_string) {
+                if (c == '\\')
+                    i++;
+                else if (c == '"')
+                    in_string = 0;
+            } else if (c == '"')
+                in_string = 1;
+            else if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && --depth == 0)
+                return i;
+        }
+    }
+    return n;
+}
+
+/* The index after the value that starts at in[i]. */
+static Py_ssize_t skip_value(const unsigned char *in, Py_ssize_t i, Py_ssize_t n)
+{
+    if (in[i] == '"')
+        return skip_string(in, i + 1, n);
+    if (in[i] == '{' || in[i] == '[')
+        return skip_container(in, i, n);
+    while (i < n && in[i] != ',' && in[i] != '}' && in[i] != ']') /* number, true, ... */
+        i++;
+    return i;
+}
+
+/* Appends view[start:end] to list; -1 on error. */
+static int append_slice(PyObject *list, PyObject *view, Py_ssize_t start, Py_ssize_t end)
+{
+    PyObject *slice = PySequence_GetSlice(view, start, end);
+    if (slice == NULL)
+        return -1;
+    int result = PyList_Append(list, slice);
+    Py_DECREF(slice);
+    return result;
+}
+
+static PyObject *split_json(PyObject *Py_UNUSED(module), PyObject *data)
+{
+    PyObject *view = PyMemoryView_FromObject(data);
+    if (view == NULL)
+        return NULL;
+    Py_buffer *buffer = PyMemoryView_GET_BUFFER(view);
+    const unsigned char *in = buffer->buf;
+    Py_ssize_t n = buffer->len, i = 1;
+    PyObject *result = NULL;
+    if (n < 2 || (in[0] != '{' && in[0] != '['))
+        goto not_a_container;
+    int is_object = in[0] == '{';
+    result = is_object ? PyDict_New() : PyList_New(0);
+    if (result == NULL)
+        goto error;
+    while (i < n && in[i] != '}' && in[i] != ']') {
+        PyObject *key = NULL;
+        if (is_object) {
+            Py_ssize_t key_end = skip_string(in, i + 1, n) - 1;
+            if (memchr(in + i + 1, '\\', key_end - i - 1) != NULL) {
+                /* An escaped key: msgspec decodes it. */
+                Py_CLEAR(result);
+                goto not_a_container;
+            }
+            key = PyUnicode_DecodeUTF8((const char *)in + i + 1, key_end - i - 1, NULL);
+            if (key == NULL)
+                goto error;
+            i = key_end + 2; /* past the quote and the colon */
+        }
+        Py_ssize_t start = i;
+        i = skip_value(in, i, n);
+        if (is_object) {
+            PyObject *slice = PySequence_GetSlice(view, start, i);
+            int failed = slice == NULL || PyDict_SetItem(result, key, slice) < 0;
+            Py_XDECREF(slice);
+            Py_DECREF(key);
+            if (failed)
+                goto error;
+        } else if (append_slice(result, view, start, i) < 0)
+            goto error;
+        if (i < n && in[i] == ',')
+            i++;
+    }
+    Py_DECREF(view);
+    return result;
+
+not_a_container:
+    Py_DECREF(view);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(result);
+    Py_DECREF(view);
+    return NULL;
+}
+
+PyDoc_STRVAR(split_json_doc,
+"split_json(data, /)\n--\n\n"
+"The members of the JSON object or array ``data``, which must be compact and valid (as\n"
+"msgspec has read it): a dict of keys to memoryview slices of ``data``, or a list of them.\n"
+"None if ``data`` is neither, or if a key has an escape (msgspec decodes those).");
+
 PyDoc_STRVAR(compact_json_doc,
 "compact_json(data, /)\n--\n\n"
 "The JSON text ``data`` (a bytes-like object) without whitespace outside strings, with the\n"
@@ -304,6 +507,7 @@ PyDoc_STRVAR(compact_json_doc,
 
 static PyMethodDef methods[] = {
     {"compact_json", compact_json, METH_O, compact_json_doc},
+    {"split_json", split_json, METH_O, split_json_doc},
     {NULL, NULL, 0, NULL},
 };
 
