@@ -210,3 +210,13 @@ def test_split_json_reads_brackets_and_quotes_in_strings_across_blocks(pad: int)
 def test_split_json_of_small_and_odd_values(data: bytes, members: Any) -> None:
     pieces = split_json(data)
     assert (None if pieces is None else _members(pieces)) == members
+
+
+@pytest.mark.parametrize(
+    "malformed", [b'{"', b'{"a"', b'{"a":', b"{a:1}", b'["x', b"[1", b"[[1,2]"]
+)
+def test_split_json_of_malformed_text_is_an_error_not_a_read_past_the_end(
+    malformed: bytes,
+) -> None:
+    with pytest.raises(ValueError, match="compact, valid JSON"):
+        split_json(malformed)

@@ -1,4 +1,6 @@
 /*
+ * The JSON helpers of the knowledge extraction: compact_json, then split_json further down.
+ *
  * compact_json: JSON text without its whitespace, with the \uXXXX escapes of visible
  * characters decoded to UTF-8, in one pass.
  *
@@ -169,8 +171,7 @@ static Py_ssize_t utf8_length(const unsigned char *in, Py_ssize_t i, Py_ssize_t 
 }
 
 /* The bytes of a string from in[i] up to its closing quote, next escape or next byte past
- * ASCII, copied to out[o..]
- * 16 at a time; returns how many. Each block of 16 is stored before it is looked at: out has
+ * ASCII, copied to out[o..] 16 at a time; returns how many. Each block of 16 is stored before it is looked at: out has
  * room, since o <= i always and the block is within the input. */
 static Py_ssize_t copy_string_run(const unsigned char *in, Py_ssize_t i, Py_ssize_t n,
                                   unsigned char *out, Py_ssize_t o)
@@ -454,7 +455,9 @@ static PyObject *split_json(PyObject *Py_UNUSED(module), PyObject *data)
     while (i < n && in[i] != '}' && in[i] != ']') {
         PyObject *key = NULL;
         if (is_object) {
-            Py_ssize_t key_end = skip_string(in, i + 1, n) - 1;
+            Py_ssize_t key_end = in[i] == '"' ? skip_string(in, i + 1, n) - 1 : i;
+            if (key_end <= i || key_end + 2 >= n || in[key_end] != '"' || in[key_end + 1] != ':')
+                goto malformed;
             if (memchr(in + i + 1, '\\', key_end - i - 1) != NULL) {
                 /* An escaped key: msgspec decodes it. */
                 Py_CLEAR(result);
@@ -476,11 +479,19 @@ static PyObject *split_json(PyObject *Py_UNUSED(module), PyObject *data)
                 goto error;
         } else if (append_slice(result, view, start, i) < 0)
             goto error;
-        if (i < n && in[i] == ',')
+        if (i >= n)
+            goto malformed;
+        if (in[i] == ',')
             i++;
+        else if (in[i] != (is_object ? '}' : ']'))
+            goto malformed;
     }
     Py_DECREF(view);
     return result;
+
+malformed: /* not compact valid JSON: said, rather than read past the end */
+    PyErr_SetString(PyExc_ValueError, "split_json needs compact, valid JSON");
+    goto error;
 
 not_a_container:
     Py_DECREF(view);
@@ -495,7 +506,8 @@ PyDoc_STRVAR(split_json_doc,
 "split_json(data, /)\n--\n\n"
 "The members of the JSON object or array ``data``, which must be compact and valid (as\n"
 "msgspec has read it): a dict of keys to memoryview slices of ``data``, or a list of them.\n"
-"None if ``data`` is neither, or if a key has an escape (msgspec decodes those).");
+"None if ``data`` is neither, or if a key has an escape (msgspec decodes those);\n"
+"ValueError for some malformed text, never a read past its end.");
 
 PyDoc_STRVAR(compact_json_doc,
 "compact_json(data, /)\n--\n\n"
