@@ -4,6 +4,7 @@ that are not UTF-8); split_json gives the members of compact JSON as msgspec doe
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -220,3 +221,23 @@ def test_split_json_of_malformed_text_is_an_error_not_a_read_past_the_end(
 ) -> None:
     with pytest.raises(ValueError, match="compact, valid JSON"):
         split_json(malformed)
+
+
+JSONISH_BYTES = st.lists(
+    st.sampled_from([b"{", b"}", b"[", b"]", b'"', b"\\", b":", b",", b" ", b"\\u", b"00e9"])
+    | st.binary(max_size=6),
+    max_size=40,
+).map(b"".join)
+
+
+@given(data=JSONISH_BYTES)
+@settings(max_examples=1000, deadline=None)
+def test_any_bytes_are_read_within_their_end(data: bytes) -> None:
+    # Hostile uploads reach compact_json as they are; split_json only after msgspec, but it
+    # must not read past the end of whatever it is given either (ASan runs these too).
+    compacted = compact_json(data)
+    if compacted is not None:
+        assert len(compacted[0]) <= len(data)
+    for text in (data, compacted[0] if compacted else b""):
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
+            split_json(text)
