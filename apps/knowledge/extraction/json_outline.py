@@ -35,8 +35,8 @@ and lone surrogates stay, so every line is still valid JSON (native/src/console_
 
 ``render_outline`` returns None for what msgspec will not read: another encoding, a BOM, NaN,
 lone surrogate escapes, floats past the double range at the top level, nesting deeper than
-Python's recursion limit, and invalid JSON; and for strings that are not UTF-8. The caller then takes
-the slow path, which reads those or says where the error is.
+Python's recursion limit, and invalid JSON; and for strings that are not UTF-8. The caller
+then takes the slow path, which reads those or says where the error is.
 """
 
 from __future__ import annotations
