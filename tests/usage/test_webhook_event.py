@@ -65,3 +65,7 @@ def test_a_test_send_has_the_shape_of_the_real_event(api, agent, workspace, owne
     record_run(agent, at=datetime.now(UTC), credits_charged=5.0)
     real = orjson.loads(WebhookDelivery.objects.filter(is_test=False).first().body)["data"]
     assert list(sample) == list(real)
+    assert {key: type(value) for key, value in sample.items()} == {
+        key: type(value) for key, value in real.items()
+    }
+    assert sample["percent_used"] == 81.25 and sample["workspace_id"] == workspace.pk

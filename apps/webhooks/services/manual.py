@@ -4,6 +4,7 @@ real run of the Agent (or an example with the same shape)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
@@ -47,16 +48,20 @@ def delivery_retry(*, agent, delivery_id: str) -> WebhookDelivery:
 
 
 def _sample_usage_threshold(*, agent, now: datetime) -> dict:
-    """A test send's `usage.threshold_reached` data: the shape apps.usage sends."""
-    return {
-        "object": "usage_threshold",
-        "workspace_id": agent.workspace_id,
-        "month": now.strftime("%Y-%m"),
-        "threshold_percent": 80,
-        "monthly_credit_limit": 1000.0,
-        "credits_used": 812.5,
-        "percent_used": 81.25,
-    }
+    """A test send's `usage.threshold_reached` data: an example threshold rendered by
+    apps.usage's own `threshold_to_dict`, so it has exactly the shape of a real event.
+    Imported here: apps.usage announces thresholds through this app."""
+    from apps.usage.models import ThresholdReached
+    from apps.usage.rendering import threshold_to_dict
+
+    example = ThresholdReached(
+        workspace_id=agent.workspace_id,
+        month=now.date().replace(day=1),
+        percent=80,
+        credit_limit=Decimal("1000"),
+        credits_used=Decimal("812.5"),
+    )
+    return threshold_to_dict(example)
 
 
 def _sample_run(*, agent, status: str, now: datetime) -> dict:
