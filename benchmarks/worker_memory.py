@@ -2,8 +2,8 @@
 
     uv run python benchmarks/worker_memory.py [--megabytes 10] [--embed-seconds 240]
 
-A real `celery worker --concurrency 1` (the settings `make run` and production use, its
-`CELERY_WORKER_MAX_MEMORY_PER_CHILD` included) gets one markdown file of `--megabytes`,
+A real `celery worker --concurrency 1` (the settings and environment `make run` and production
+use, `CELERY_WORKER_MAX_MEMORY_PER_CHILD` and glibc's huge pages tunable included) gets one markdown file of `--megabytes`,
 generated (headings and paragraphs, the same bytes every run). The resident set (VmRSS) of
 every pool child is read from /proc four times a second through three phases: the fresh child
 before the upload, the ingestion (until the document is `ready`), and the embedding (until
@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
 from benchmarks.fault_drills import Service  # noqa: E402
+from config.worker_environment import worker_environment  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/agent_console_memory"
@@ -157,7 +158,8 @@ def main() -> None:
         agent = demo_seed(email="memory@bench.example", password="memory-bench-password")["agent"]
         KnowledgeDocument.objects.filter(agent=agent).delete()
 
-        service = Service(os.environ.copy(), Path(folder), web_port=0)  # the worker alone
+        # The worker alone, with the environment make run gives it.
+        service = Service(worker_environment(os.environ), Path(folder), web_port=0)
         service.start(
             "worker", "celery", "-A", "config", "worker", "--concurrency", "1",
             "-l", "WARNING", "--without-gossip", "--without-mingle",

@@ -8,6 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from config.worker_environment import worker_environment
 
 PORT = os.environ.get("PORT", "8000")
 PYTHON = sys.executable
@@ -43,7 +48,12 @@ def main() -> int:
             os.path.join("var", "celerybeat-schedule"),
         ],
     }
-    processes = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+    processes = {
+        name: subprocess.Popen(
+            cmd, env=worker_environment(os.environ) if name == "worker" else None
+        )
+        for name, cmd in commands.items()
+    }
 
     def stop(*_args) -> None:
         for process in processes.values():
