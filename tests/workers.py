@@ -19,12 +19,16 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
+from config.worker_environment import worker_environment as production_worker_environment
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def worker_environment(**extra: str) -> dict[str, str]:
+    """The environment production gives a worker (config.worker_environment), pointed at the
+    test database and Redis."""
     db = connection.settings_dict
-    env = dict(os.environ)
+    env = production_worker_environment(os.environ)
     if settings.IS_POSTGRES:
         env["DATABASE_URL"] = (
             f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
