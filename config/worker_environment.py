@@ -1,7 +1,8 @@
 """The environment a Celery worker starts with.
 
-`make run` (scripts/run_all.py) and benchmarks/worker_memory.py start their worker with it; the
-README's production command sets the same variable.
+`make run` (scripts/run_all.py), benchmarks/worker_memory.py and the tests' real workers
+(tests/workers.py) start their worker with it; the README's production command sets the same
+variable.
 """
 
 from __future__ import annotations
