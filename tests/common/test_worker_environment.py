@@ -49,6 +49,7 @@ def _huge_pages_after_a_large_allocation(environment: dict[str, str]) -> int:
 )
 def test_a_process_started_with_it_backs_large_allocations_with_huge_pages() -> None:
     plain = {key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"}
-    assert _huge_pages_after_a_large_allocation(worker_environment(plain)) >= 32 * 1024  # kB
+    # At least one huge page (2 MB): a fragmented machine may not find 32 of them.
+    assert _huge_pages_after_a_large_allocation(worker_environment(plain)) >= 2048  # kB
     if "[madvise]" in THP_SETTING.read_text():  # without the tunable, glibc never asks
         assert _huge_pages_after_a_large_allocation(plain) == 0
