@@ -57,7 +57,8 @@ class Extraction:
                 return False
         # isspace() stops at the first visible character; strip() would copy a 10 MB text to
         # find out it is not empty.
-        return not self.markdown or self.markdown.isspace()
+        text = self.markdown
+        return not text or text.isspace()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Extraction):
