@@ -19,6 +19,7 @@ from apps.activity.rendering import (
     MESSAGE,
     RUN,
     USER,
+    step_to_dict,
     conversation_to_dict,
     run_to_dict,
     user_to_dict,
@@ -31,6 +32,7 @@ from apps.activity.serializers import (
     IngestResultOut,
     MessageOut,
     RunOut,
+    StepOut,
     UserOut,
     records_parse,
 )
@@ -46,6 +48,7 @@ UserList = list_envelope(UserOut, "UserList")
 ConversationList = list_envelope(ConversationOut, "ConversationList")
 MessageList = list_envelope(MessageOut, "MessageList")
 RunList = list_envelope(RunOut, "RunList")
+StepList = list_envelope(StepOut, "RunStepList")
 
 ID_PARAMETER = [OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH)]
 
@@ -124,8 +127,9 @@ class ConversationViewSet(AgentViewSet):
 
 
 class RunViewSet(AgentViewSet):
-    required_scopes = {"list": "runs:read", "retrieve": "runs:read"}
-    error_statuses = {"retrieve": (404,)}
+    required_scopes = {"list": "runs:read", "retrieve": "runs:read", "steps": "runs:read"}
+    error_statuses = {"retrieve": (404,), "steps": (404,)}
+    extension_actions = ("steps",)
     openapi_tags = ["Runs"]
 
     @extend_schema(
@@ -142,6 +146,20 @@ class RunViewSet(AgentViewSet):
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
         return json_response(run_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
+
+    @extend_schema(
+        summary="List a run's steps (extension)",
+        description="The steps of a run (its trace: model calls, tool calls, retrievals, "
+        "custom spans), first started first; `parent_id` builds the tree. Recorded through "
+        "POST /v1/ingest (`type: step`) or OpenTelemetry (POST /v1/otlp/v1/traces). Large "
+        "inputs, outputs and attributes are shortened and named in `truncated`. See "
+        "docs/activity-recording.md.",
+        parameters=ID_PARAMETER + PAGE_PARAMETERS,
+        responses={200: StepList},
+    )
+    def steps(self, request, id: str, agent_id: str | None = None):
+        steps = selectors.step_list(agent=self.agent, run_id=id)
+        return self.paginated(steps, keyset=selectors.STEP_KEYSET, render=step_to_dict)
 
 
 class AuthTokenViewSet(AgentViewSet):

@@ -27,6 +27,7 @@ routes: list[Route] = [
     ),
     Route("runs", RunViewSet.as_view({"get": "list"}), "run-list"),
     Route("runs/<str:id>", RunViewSet.as_view({"get": "retrieve"}), "run-detail"),
+    Route("runs/<str:id>/steps", RunViewSet.as_view({"get": "steps"}), "run-steps"),
     Route("ingest", IngestViewSet.as_view({"post": "create"}), "activity-ingest"),
     Route("auth_tokens", AuthTokenViewSet.as_view({"post": "create"}), "auth-token-create"),
 ]

@@ -12,7 +12,15 @@ from django.db.models import Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils.dateparse import parse_date, parse_datetime
 
-from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
+from apps.activity.models import (
+    ID_MAX_LENGTH,
+    Conversation,
+    EndUser,
+    Message,
+    Run,
+    RunStatus,
+    RunStep,
+)
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset
 from apps.common.listing import Condition, ListQuery
@@ -22,6 +30,7 @@ USER_KEYSET = Keyset("users", "last_seen_at", descending=True)
 CONVERSATION_KEYSET = Keyset("conversations", "updated_at", descending=True)
 MESSAGE_KEYSET = Keyset("messages", "created_at", descending=False)
 RUN_KEYSET = Keyset("runs", "created_at", descending=True)
+STEP_KEYSET = Keyset("steps", "started_at", descending=False)
 
 STATUSES = tuple(RunStatus.values)
 
@@ -326,6 +335,26 @@ def run_get(*, agent: Agent, run_id: str) -> Run:
     if run is None:
         raise NotFound(f"No run {run_id!r} for this Agent.")
     return run
+
+
+def step_list(*, agent: Agent, run_id: str) -> QuerySet[RunStep]:
+    """A run's steps, first started first (index step_run_started); 404 for another Agent's."""
+    run_get(agent=agent, run_id=run_id)
+    return RunStep.objects.filter(agent=agent, run_id=run_id)
+
+
+def run_trace(*, agent: Agent, run_id: str, limit: int) -> list[RunStep]:
+    """The first `limit + 1` steps of a run in start order, for the run page's waterfall."""
+    return list(
+        RunStep.objects.filter(agent=agent, run_id=run_id).order_by(*STEP_KEYSET.order_by)[
+            : limit + 1
+        ]
+    )
+
+
+def run_messages(*, agent: Agent, run_id: str) -> list[Message]:
+    """The messages a run produced (index msg_agent_run)."""
+    return list(Message.objects.filter(agent=agent, run_id=run_id).order_by("created_at", "id"))
 
 
 # --- Console reads: a few rows around one record, in display order ------------------------------
