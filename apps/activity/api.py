@@ -5,6 +5,8 @@ Thin: parse the query, call a selector or the recording service, render with pla
 
 from typing import Any, cast
 
+from django.conf import settings
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -13,15 +15,15 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
-from apps.activity import selectors
+from apps.activity import otlp, selectors
 from apps.activity.rendering import (
     CONVERSATION,
     MESSAGE,
     RUN,
     USER,
-    step_to_dict,
     conversation_to_dict,
     run_to_dict,
+    step_to_dict,
     user_to_dict,
 )
 from apps.activity.serializers import (
@@ -37,11 +39,13 @@ from apps.activity.serializers import (
     records_parse,
 )
 from apps.activity.services import activity_record, auth_token_create
+from apps.activity.tracing import spans_record
 from apps.api.authentication import ApiKeyAuthentication, ServiceAgentKeyAuthentication
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import AgentViewSet, json_response
+from apps.common.errors import PayloadTooLarge
 from apps.workspaces.browser_tokens import DEFAULT_LIFETIME_SECONDS
 
 UserList = list_envelope(UserOut, "UserList")
@@ -324,3 +328,46 @@ class IngestViewSet(AgentViewSet):
         records = records_parse(request.data)
         result = activity_record(agent=self.agent, records=records)
         return json_response(result.as_dict())
+
+
+class OtlpTracesViewSet(AgentViewSet):
+    """OTLP/HTTP traces: `OTEL_EXPORTER_OTLP_ENDPOINT=<base>/v1/otlp` and the exporter's own
+    `/v1/traces` lands here. The body is read raw (no DRF parser): its Content-Type picks the
+    OTLP encoding."""
+
+    required_scopes = {"create": "activity:write"}
+    extension_actions = ("create",)
+    error_statuses = {"create": (413, 415)}
+    openapi_tags = ["Ingest"]
+    parser_classes: list = []
+
+    @extend_schema(
+        summary="Record OpenTelemetry traces (OTLP/HTTP, extension)",
+        description=(
+            "An OTLP/HTTP traces endpoint: `ExportTraceServiceRequest` as binary protobuf "
+            "(`application/x-protobuf`) or OTLP/JSON (`application/json`), optionally "
+            "`Content-Encoding: gzip`; the answer is an `ExportTraceServiceResponse` in the same "
+            "encoding. Each trace becomes a run (id = the trace id) and each span a step (id = "
+            "the span id), mapped from the GenAI semantic conventions (`gen_ai.*`) and the AI "
+            "SDK's telemetry (`ai.*`). Spans that cannot be recorded are counted in "
+            "`partialSuccess.rejectedSpans` with a reason; the others are kept. At most 10,000 "
+            "spans per request. Set OTEL_EXPORTER_OTLP_ENDPOINT to `{base_url}/otlp` and "
+            "OTEL_EXPORTER_OTLP_HEADERS to `Authorization=Bearer <API_KEY>` (a key with "
+            "`activity:write`). See docs/activity-recording.md."
+        ),
+        request={otlp.PROTOBUF: OpenApiTypes.BINARY, otlp.JSON: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def create(self, request, agent_id: str | None = None):
+        kind = otlp.content_kind(request.content_type)
+        limit = settings.API_MAX_INGEST_BODY_BYTES
+        raw = request._request.read(limit + 1)
+        if len(raw) > limit:
+            raise PayloadTooLarge(f"The body is larger than {limit} bytes.")
+        body = otlp.body_inflate(raw, encoding=request.headers.get("Content-Encoding"), limit=limit)
+        decoded = otlp.request_decode(body, kind=kind)
+        result = spans_record(agent=self.agent, spans=decoded.spans)
+        rejected = decoded.rejected + result.rejected
+        message = " ".join([*decoded.errors, *result.errors][:5])
+        content, content_type = otlp.response_body(kind=kind, rejected=rejected, message=message)
+        return HttpResponse(content, status=200, content_type=content_type)

@@ -13,7 +13,7 @@ same record twice changes nothing. Rules:
 - Referenced users and conversations must already exist for the Agent (earlier in the same
   request counts); anything else is a 400 naming the record and field.
 - Steps: upserted by id under their run (which never changes). A run's totals agree with its
-  steps (`_runs_reconcile`, at the end of each request): a token or credit total that any of
+  steps (`runs_reconcile`, at the end of each request): a token or credit total that any of
   the run's model steps carries is the sum over its model steps, a tool step's name is in the
   run's `tool_names` (and `failed_tool_names` when it failed), and a run with no model of its
   own takes its first model step's. A run record stating a total that disagrees with the sum
@@ -100,7 +100,7 @@ def activity_record(*, agent: Agent, records: Iterable[Record]) -> RecordResult:
                 agent=agent, data=record.fields, label=record.label, batch=batch
             )
             result.count(outcome)
-        _runs_reconcile(agent=agent, batch=batch)
+        runs_reconcile(agent=agent, batch=batch)
     return result
 
 
@@ -562,7 +562,7 @@ def step_record(
     if batch is not None:
         batch.stepped.add(step.run_id)
     else:
-        _runs_reconcile(agent=agent, batch=Batch(stepped={step.run_id}))
+        runs_reconcile(agent=agent, batch=Batch(stepped={step.run_id}))
     return outcome
 
 
@@ -577,7 +577,7 @@ def _step_validate(agent: Agent, step: RunStep, data: dict, *, label: str) -> No
         )
 
 
-def _runs_reconcile(*, agent: Agent, batch: Batch) -> None:
+def runs_reconcile(*, agent: Agent, batch: Batch) -> None:
     """Bring each run touched by this request in line with its steps (module docstring)."""
     run_ids = sorted(batch.stepped | set(batch.stated))
     if not run_ids:
