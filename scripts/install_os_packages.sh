@@ -17,6 +17,7 @@ pg_major() {
 PACKAGES=(
   catdoc                   # knowledge extraction of legacy Word .doc (catdoc) and PowerPoint .ppt (catppt)
   chromium                 # browser tests (Playwright drives Debian's Chromium, no download)
+  nodejs                   # tests that drive Node clients (tests/**/node: the Vercel AI SDK)
   fonts-noto-cjk           # browser screenshots of CJK text; CJK OCR test images
   tesseract-ocr            # OCR of scanned PDF pages (brings English and script detection, osd)
   tesseract-ocr-ara        # OCR languages: the scripts of the knowledge corpus beyond Latin --

@@ -384,11 +384,23 @@ class PendingSpan(models.Model):
     trace_id = models.CharField(max_length=32)
     span_id = models.CharField(max_length=16)
     parent_span_id = models.CharField(max_length=16, null=True, blank=True)
+    # An AI SDK tool call detached from its run waits for a run of this conversation
+    # (apps.activity.tracing._orphan_tool_calls_attach).
+    conversation_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
     span = models.JSONField()
     received_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["agent", "trace_id"], name="pending_span_trace")]
+        indexes = [
+            # The spans already received of the traces a request carries.
+            models.Index(fields=["agent", "trace_id"], name="pending_span_trace"),
+            # The detached tool calls a new run of the conversation adopts.
+            models.Index(
+                fields=["agent", "conversation_id"],
+                condition=models.Q(conversation_id__isnull=False),
+                name="pending_span_conversation",
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["agent", "span_id"], name="pending_span_agent_span"),
         ]

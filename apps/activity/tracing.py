@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from apps.activity import otlp
@@ -73,14 +73,31 @@ def spans_record(*, agent: Agent, spans: list[otlp.SpanData]) -> SpansResult:
     return result
 
 
+def _locks_take(agent: Agent, names: set[str]) -> None:
+    """Serialise requests touching the same traces (or end user, or conversation) until they
+    commit: a child and its parent sent at once (exporters send each span as it ends) must not
+    both miss the other, and two traces must not both create one conversation."""
+    if connection.vendor != "postgresql" or not names:
+        return
+    keys = sorted(f"{agent.pk}:{name}" for name in names)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(key, 25)) "
+            "FROM unnest(%s::text[]) AS key ORDER BY key",
+            [keys],
+        )
+
+
 def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult) -> None:
     incoming = {span["span_id"]: span for span in spans}  # a repeated span: the last one counts
     trace_ids = {span["trace_id"] for span in incoming.values()}
+    _locks_take(agent, trace_ids)
     pool: dict[str, otlp.SpanData] = {}
     for row in PendingSpan.objects.filter(agent=agent, trace_id__in=trace_ids).values_list(
         "span", flat=True
     ):
         pool[row["span_id"]] = row
+    orphans = _orphan_tool_calls_attach(agent, incoming, pool)
     waiting_before = set(pool)
     pool.update(incoming)
     wanted = set(pool) | {
@@ -113,6 +130,8 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     # Which run each span belongs to: the trace's, once its chain reaches a root or a step.
     placed: dict[str, str] = {}
     for span_id in pool:
+        if span_id in orphans:
+            continue
         chain = []
         current: str | None = span_id
         run_id = None
@@ -188,13 +207,14 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
                 parent_span_id=span["parent_span_id"],
                 span=span,
                 received_at=now,
+                conversation_id=orphans.get(span["span_id"]),
             )
             for span in waiting
         ],  # fmt: skip
         batch_size=1000,
         update_conflicts=True,
         unique_fields=["agent", "span_id"],
-        update_fields=["trace_id", "parent_span_id", "span", "received_at"],
+        update_fields=["trace_id", "parent_span_id", "conversation_id", "span", "received_at"],
     )
     result.waiting = sum(1 for span in waiting if span["span_id"] in incoming)
     gone = (waiting_before - {span["span_id"] for span in waiting}) | (set(incoming) - set(pool))
@@ -203,6 +223,89 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     touched = {step.run_id for step in steps}
     if touched:
         runs_reconcile(agent=agent, batch=Batch(stepped=touched))
+
+
+_CONVERSATION_KEYS = ("conversationId", "conversation_id", "chatId", "gen_ai.conversation.id")
+
+
+def _orphan_tool_calls_attach(
+    agent: Agent, incoming: dict[str, otlp.SpanData], pool: dict[str, otlp.SpanData]
+) -> dict[str, str]:
+    """Give the AI SDK's detached tool calls back to their run.
+
+    `streamText` runs a tool while its result stream is read, outside the span that asked for
+    it, so `ai.toolCall` arrives as the root of a trace of its own. Such a span, when it names
+    its conversation, belongs to the run of that conversation that was running when the tool
+    started: an agent root span of this request or a recorded run, or else the next such run
+    to arrive (it waits in PendingSpan with its conversation). It is re-parented under that
+    run's root, its own trace id kept as the `otel.trace_id` attribute.
+
+    Returns the orphans still waiting: span id -> conversation id. Adopted waiting orphans
+    are added to `pool`."""
+    roots = [
+        span
+        for span in incoming.values()
+        if span["parent_span_id"] is None and otlp.span_kind(span) == "agent"
+    ]
+    root_conversations = {otlp.metadata(root, *_CONVERSATION_KEYS) for root in roots} - {None}
+    orphans = [
+        span
+        for span in incoming.values()
+        if span["parent_span_id"] is None
+        and span["name"] == "ai.toolCall"
+        and otlp.metadata(span, *_CONVERSATION_KEYS) is not None
+    ]
+    conversations = root_conversations | {
+        otlp.metadata(span, *_CONVERSATION_KEYS) for span in orphans
+    }
+    _locks_take(agent, {f"orphans:{conversation}" for conversation in conversations})
+    if root_conversations:
+        for span in PendingSpan.objects.filter(
+            agent=agent, conversation_id__in=root_conversations
+        ).values_list("span", flat=True):
+            if span["span_id"] not in incoming:
+                orphans.append(span)
+                pool[span["span_id"]] = span
+    waiting: dict[str, str] = {}
+    for orphan in orphans:
+        conversation = otlp.metadata(orphan, *_CONVERSATION_KEYS)
+        assert conversation is not None
+        start = int(orphan["start"])
+        owner = None
+        for root in roots:
+            same = otlp.metadata(root, *_CONVERSATION_KEYS)
+            if same == conversation and int(root["start"]) <= start <= int(root["end"] or start):
+                owner = (root["trace_id"], root["span_id"])
+        if owner is None:
+            owner = _recorded_owner(agent, conversation, orphan)
+        if owner is None:
+            waiting[orphan["span_id"]] = conversation
+        elif owner[0] != orphan["trace_id"]:
+            orphan["attributes"]["otel.trace_id"] = orphan["trace_id"]
+            orphan["trace_id"], orphan["parent_span_id"] = owner
+    return waiting
+
+
+def _recorded_owner(agent: Agent, conversation: str, orphan: otlp.SpanData) -> tuple | None:
+    """(trace id, root span id) of the conversation's recorded run running at the orphan's
+    start, if any."""
+    at = otlp.step_fields(orphan)["started_at"]
+    run = (
+        Run.objects.filter(agent=agent, conversation_id=conversation, created_at__lte=at)
+        .filter(models.Q(completed_at__isnull=True) | models.Q(completed_at__gte=at))
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if run is None:
+        return None
+    root_step = (
+        RunStep.objects.filter(agent=agent, run_id=run, parent_id=None)
+        .order_by("started_at", "id")
+        .values_list("trace_id", "id")
+        .first()
+    )
+    return root_step if root_step is not None and root_step[0] else None
 
 
 def _drop_cycles(pool: dict[str, otlp.SpanData], drop) -> None:
@@ -241,15 +344,16 @@ def _run_of_trace(agent: Agent, root: otlp.SpanData, trace: list[otlp.SpanData])
     started, ended = fields["started_at"], fields["ended_at"]
     user_id = None
     external_id = find("userId", "user_id", "user.id", "enduser.id")
+    conversation_id = find("gen_ai.conversation.id", "conversationId", "conversation_id", "chatId",
+                           "session.id")  # fmt: skip
+    if conversation_id is None or not _ID.match(conversation_id):
+        conversation_id = f"otel-{trace_id}"
+    _locks_take(agent, {f"user:{external_id}", f"conversation:{conversation_id}"})
     if external_id is not None:
         end_user_record(
             agent=agent, data={"external_id": external_id, "last_seen_at": ended or started}
         )
         user_id = EndUser.objects.get(agent=agent, external_id=external_id).id
-    conversation_id = find("gen_ai.conversation.id", "conversationId", "conversation_id", "chatId",
-                           "session.id")  # fmt: skip
-    if conversation_id is None or not _ID.match(conversation_id):
-        conversation_id = f"otel-{trace_id}"
     question, answer = otlp.messages_of(head)
     status = {"failed": "failed", "completed": "completed"}.get(fields["status"], "streaming")
     conversation = {"id": conversation_id, "status": status}

@@ -14,6 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from apps.activity.models import Conversation, EndUser, Message, PendingSpan, Run, RunStep
 from apps.activity.otlp import _ids_as_base64
+from tests.activity.test_otlp_ai_sdk import warm_up
 
 T0 = 1_738_324_800_000_000_000  # 2025-01-31T12:00:00Z in nanoseconds
 TRACE = "5b8efff798038103d269b633813fc60c"
@@ -109,6 +110,8 @@ def test_the_python_sdk_records_a_run_with_its_steps(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{writer.raw_key}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", compression)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "60")
+    warm_up(live_server.url)
 
     _sdk_spans(protocol, processor=processor)
 
