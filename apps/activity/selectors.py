@@ -352,6 +352,17 @@ def run_trace(*, agent: Agent, run_id: str, limit: int) -> list[RunStep]:
     )
 
 
+def step_get(*, agent: Agent, run_id: str, step_id: str) -> RunStep:
+    step = (
+        RunStep.objects.filter(agent=agent, run_id=run_id, id=step_id).first()
+        if _is_id(step_id)
+        else None
+    )
+    if step is None:
+        raise NotFound(f"No step {step_id!r} in run {run_id!r}.")
+    return step
+
+
 def run_messages(*, agent: Agent, run_id: str) -> list[Message]:
     """The messages a run produced (index msg_agent_run)."""
     return list(Message.objects.filter(agent=agent, run_id=run_id).order_by("created_at", "id"))
