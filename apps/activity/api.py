@@ -350,7 +350,7 @@ def _raw_body(request, *, limit: int) -> bytes:
     else:
         stream = environ["wsgi.input"]
         if isinstance(stream, LimitedStream):
-            stream = getattr(stream._read, "__self__", stream)
+            stream = getattr(getattr(stream, "_read", None), "__self__", stream)
         body = _dechunk(stream, limit=limit)
     if len(body) > limit:
         raise PayloadTooLarge(f"The body is larger than {limit} bytes.")

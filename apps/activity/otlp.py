@@ -111,7 +111,7 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
     if not isinstance(document, dict):
         raise BadRequest("The body must be a JSON object with resourceSpans.")
     for resource_spans in _items(document, "resourceSpans", "resource_spans"):
-        resource: dict = {}
+        resource = {}
         raw_resource = resource_spans.get("resource")
         if isinstance(raw_resource, dict):
             message = Resource()

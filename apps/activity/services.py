@@ -136,7 +136,7 @@ def _stamp_updated_at(row: models.Model, data: dict, changed: list[str], *, now)
         changed.append("updated_at")
 
 
-def _create(row: EndUser | Conversation | Message | Run, *, label: str) -> None:
+def _create(row: EndUser | Conversation | Message | Run | RunStep, *, label: str) -> None:
     """Insert in a savepoint: a concurrent insert of the same id becomes a clean 400."""
     try:
         with transaction.atomic():
@@ -586,8 +586,8 @@ def runs_reconcile(*, agent: Agent, batch: Batch) -> None:
     for name in STEP_TOTALS:
         aggregates[f"{name}__sum"] = Sum(name)
         aggregates[f"{name}__count"] = Count(name)
-    sums = {
-        row["run_id"]: row
+    sums: dict[str, dict[str, Any]] = {
+        row["run_id"]: dict(row)
         for row in RunStep.objects.filter(agent=agent, run_id__in=run_ids, kind=StepKind.MODEL)
         .values("run_id")
         .annotate(**aggregates)

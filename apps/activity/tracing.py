@@ -139,14 +139,14 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
             if current in stored and current not in pool:
                 run_id = stored[current][1]
                 break
-            span = pool.get(current)
-            if span is None:
+            link = pool.get(current)
+            if link is None:
                 break
             chain.append(current)
-            if span["parent_span_id"] is None:
-                run_id = span["trace_id"]
+            if link["parent_span_id"] is None:
+                run_id = link["trace_id"]
                 break
-            current = span["parent_span_id"]
+            current = link["parent_span_id"]
         else:
             if current is not None:
                 run_id = placed[current]

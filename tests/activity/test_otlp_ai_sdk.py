@@ -5,6 +5,7 @@ steps, the tool's input and output and the conversation appear through /v1.
 The Node packages are pinned in tests/activity/node/package-lock.json and installed by
 scripts/install_node_packages.sh (`make test`)."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -26,10 +27,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def warm_up(base_url: str) -> None:
     """The live server's first request imports every URL module (seconds on a busy machine);
     take that cost before an exporter with a timeout is waiting."""
-    try:
-        urllib.request.urlopen(f"{base_url}/v1/connection", timeout=120)  # noqa: S310 - ours
-    except urllib.error.HTTPError:
-        pass  # 401 without a key: the server answered, which is all that is wanted
+    # A 401 without a key: the server answered, which is all that is wanted.
+    with contextlib.suppress(urllib.error.HTTPError):
+        urllib.request.urlopen(f"{base_url}/v1/connection", timeout=120)
 
 
 def run_ai_sdk(*, base_url: str, raw_key: str, conversation_id: str) -> dict:
@@ -47,7 +47,7 @@ def run_ai_sdk(*, base_url: str, raw_key: str, conversation_id: str) -> dict:
         "OTEL_EXPORTER_OTLP_TIMEOUT": "60000",
     }
     warm_up(base_url)
-    completed = subprocess.run(  # noqa: S603 - our own script, fixed arguments
+    completed = subprocess.run(
         [NODE, "ai_sdk_telemetry.mjs"], cwd=NODE_DIR, env=env, capture_output=True, timeout=120,
         check=False,
     )  # fmt: skip
