@@ -21,7 +21,7 @@ from apps.activity import charts, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
 from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
-from apps.activity.trace import documents_view, json_tree, waterfall
+from apps.activity.trace import documents_view, json_tree, rows_html, waterfall
 from apps.activity.transcript import initials_of, message_view, runs_by_turn, safe_url, turn_usage
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
@@ -335,11 +335,14 @@ def run_detail(request: ConsoleRequest, run_id: str) -> HttpResponse:
         agent=request.agent, conversation_id=run.conversation_id
     )
     steps = selectors.run_trace(agent=request.agent, run_id=run.id, limit=TRACE_LIMIT)
+    trace = waterfall(steps, limit=TRACE_LIMIT, run_start=run.created_at)
+    step_url = reverse("activity:step_detail", args=[run.id, "__step__"])
     context = {
         "section": "runs",
         "run": run,
         "conversation": conversation,
-        "trace": waterfall(steps, limit=TRACE_LIMIT, run_start=run.created_at),
+        "trace": trace,
+        "trace_rows": rows_html(trace.rows, step_url=step_url),
         "produced": selectors.run_messages(agent=request.agent, run_id=run.id),
     }
     return render(request, "activity/run_detail.html", context)

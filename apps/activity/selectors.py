@@ -344,11 +344,12 @@ def step_list(*, agent: Agent, run_id: str) -> QuerySet[RunStep]:
 
 
 def run_trace(*, agent: Agent, run_id: str, limit: int) -> list[RunStep]:
-    """The first `limit + 1` steps of a run in start order, for the run page's waterfall."""
+    """The first `limit + 1` steps of a run in start order, for the run page's waterfall
+    (without the large values a row does not show: a step's own page reads them)."""
     return list(
-        RunStep.objects.filter(agent=agent, run_id=run_id).order_by(*STEP_KEYSET.order_by)[
-            : limit + 1
-        ]
+        RunStep.objects.filter(agent=agent, run_id=run_id)
+        .defer("input", "output", "attributes", "query")
+        .order_by(*STEP_KEYSET.order_by)[: limit + 1]
     )
 
 

@@ -166,3 +166,63 @@ def documents_view(documents: list) -> list[dict]:
             }
         )
     return out
+
+
+# --- The waterfall's rows ------------------------------------------------------------------------
+# Written here rather than in a template loop: 500 rows through Django's template engine cost
+# most of the page's time budget (benchmarks/run_page.py); every recorded value is escaped.
+
+_KIND_LABELS = dict(RunStep.Kind.choices)
+
+
+def _credits(value: float) -> str:
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _meta(step: RunStep) -> str:
+    parts = [
+        f'<span class="step-duration">{step.duration_ms:.0f} ms</span>'
+        if step.duration_ms is not None
+        else f'<span class="step-duration">{escape(step.status)}</span>'
+    ]
+    if step.kind == RunStep.Kind.MODEL:
+        parts.append(escape(step.model_id or "model"))
+        if step.total_tokens is not None:
+            parts.append(f'<span class="step-tokens">{step.total_tokens} tokens</span>')
+        if step.credits_charged is not None:
+            parts.append(f"{_credits(step.credits_charged)} credits")
+    elif step.kind == RunStep.Kind.TOOL and step.tool_name:
+        server = f" ({escape(step.mcp_server)})" if step.mcp_server else ""
+        parts.append(f"{escape(step.tool_name)}{server}")
+    elif step.kind == RunStep.Kind.RETRIEVAL:
+        count = len(step.documents) if isinstance(step.documents, list) else 0
+        parts.append(f"{count} passage{'' if count == 1 else 's'}")
+    return " · ".join(parts)
+
+
+def rows_html(rows: list[StepRow], *, step_url: str) -> SafeString:
+    """The waterfall's <li> rows; `step_url` has `__step__` where a step's id goes."""
+    out = []
+    for row in rows:
+        step = row.step
+        failed = step.status == RunStep.Status.FAILED
+        url = escape(step_url.replace("__step__", step.id))
+        error = ""
+        if failed:
+            text = (step.error or "")[:120] + ("…" if step.error and len(step.error) > 120 else "")
+            error = f' <span class="step-error" role="note">failed{": " + escape(text) if text else ""}</span>'
+        out.append(
+            f'<li class="trace-row {row.depth_class}{" step-failed" if failed else ""}" '
+            f'data-step-id="{escape(step.id)}" data-kind="{escape(step.kind)}">'
+            f'<details hx-get="{url}" hx-trigger="toggle once" hx-target="find .step-body" '
+            f'hx-swap="innerHTML"><summary><span class="step-name"><span class="kind '
+            f'kind-{escape(step.kind)}">{escape(_KIND_LABELS.get(step.kind, step.kind))}</span> '
+            f"{escape(step.name)}{error}</span>"
+            f'<span class="step-meta small muted">{_meta(step)}</span>'
+            f'<svg class="step-bar" viewBox="0 0 {SCALE} 10" preserveAspectRatio="none" '
+            f'aria-hidden="true"><rect x="{row.x}" y="1" width="{row.width}" height="8" rx="1"/>'
+            f'</svg></summary><div class="step-body"><p class="muted small"><a href="{url}">'
+            f"Open the step</a></p></div></details></li>"
+        )
+    return mark_safe("".join(out))  # noqa: S308 - every recorded value is escaped above
