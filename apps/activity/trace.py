@@ -180,9 +180,13 @@ def _credits(value: float) -> str:
     return text or "0"
 
 
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
 def _meta(step: RunStep) -> str:
     parts = [
-        f'<span class="step-duration">{step.duration_ms:.0f} ms</span>'
+        f'<span class="step-duration">{_ms(step.duration_ms)} ms</span>'
         if step.duration_ms is not None
         else f'<span class="step-duration">{escape(step.status)}</span>'
     ]
