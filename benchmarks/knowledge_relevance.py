@@ -354,6 +354,7 @@ def evaluate(*, agent, question_set: dict, documents: dict[str, str], quiet: boo
             "pk", "text"
         )
     }
+    passage_count = len(passages)
     by_document: dict[str, list[str]] = {}
     for pk, document_id in KnowledgeChunk.objects.filter(
         agent=agent, is_searchable=True
@@ -371,6 +372,20 @@ def evaluate(*, agent, question_set: dict, documents: dict[str, str], quiet: boo
         )
     ]
 
+    unknown: set[str] = set()
+
+    def hits_of(data: list[dict]) -> list[tuple[str, str]]:
+        hits = [(str(hit["chunk_id"]), str(hit["document_id"])) for hit in data]
+        for (chunk_id, _document_id), hit in zip(hits, data, strict=True):
+            if chunk_id not in passages:
+                # A passage the chunk table does not hold: judged on the text the API returns.
+                text = hit.get("text") or hit.get("content")
+                if text:
+                    passages[chunk_id] = normalise(text)
+                else:
+                    unknown.add(chunk_id)
+        return hits
+
     ranked: dict[str, dict[str, dict]] = {}  # mode -> question id -> {rank, empty, top}
     started = time.perf_counter()
     for mode in MODES:
@@ -380,11 +395,11 @@ def evaluate(*, agent, question_set: dict, documents: dict[str, str], quiet: boo
             data = api.search(
                 question["question"], mode=mode, extra={field: 0.0} if field else None
             )
-            hits = [(str(hit["chunk_id"]), str(hit["document_id"])) for hit in data]
+            hits = hits_of(data)
             ranked[mode][question["id"]] = _outcome(question, hits, data, passages, documents)
             if field:
                 data = api.search(question["question"], mode=mode)
-                hits = [(str(hit["chunk_id"]), str(hit["document_id"])) for hit in data]
+                hits = hits_of(data)
                 at_default[question["id"]] = _outcome(question, hits, data, passages, documents)
         if field:
             ranked[f"{mode}@default"] = at_default
@@ -393,7 +408,9 @@ def evaluate(*, agent, question_set: dict, documents: dict[str, str], quiet: boo
         qid: _outcome(next(q for q in questions if q["id"] == qid), hits, None, passages, documents)
         for qid, hits in bm25_search(agent, questions).items()
     }
-    return _report(question_set, ranked, field, unreachable, len(passages), search_seconds)
+    report = _report(question_set, ranked, field, unreachable, passage_count, search_seconds)
+    report["unknown_chunks"] = len(unknown)
+    return report
 
 
 def _outcome(question, hits, data, passages, documents) -> dict:
@@ -532,6 +549,12 @@ def render_markdown(report: dict) -> str:
             f"| {a['answerable_empty']} | {lost if field or mode == BASELINE else '—'} "
             f"| {_f(a['median_top_score_answered'])} | {_f(a['median_top_score_no_answer'])} |"
         )
+    if report.get("unknown_chunks"):
+        lines += [
+            "",
+            f"{report['unknown_chunks']} returned chunk ids are not searchable chunks of the Agent "
+            "and came without text: they were counted as misses.",
+        ]
     if report["unreachable"]:
         lines += [
             "",

@@ -75,6 +75,40 @@ def test_summarise_gives_recall_at_5_and_10_and_mrr_at_10():
     assert scores == {"n": 4, "r5": 0.5, "r10": 0.75, "mrr10": pytest.approx((1 + 0.5 + 1 / 6) / 4)}
 
 
+def test_abstention_is_read_at_the_default_threshold_and_names_lost_english_answers():
+    question_set = {
+        "name": "t",
+        "documents": ["a.md"],
+        "questions": [
+            {"id": "q1", "kind": "lexical", "lang": "en"},
+            {"id": "q2", "kind": "paraphrase", "lang": "de"},
+            {"id": "q3", "kind": "no_answer", "lang": "ja"},
+            {"id": "q4", "kind": "no_answer", "lang": "en"},
+        ],
+    }
+
+    def outcome(rank, empty=False, top=0.5):
+        return {"rank": rank, "empty": empty, "top_score": None if empty else top}
+
+    ranked = {mode: {q: outcome(1) for q in ("q1", "q2", "q3", "q4")} for mode in bench.MODES}
+    ranked["bm25"] = {q: outcome(None, empty=True) for q in ("q1", "q2", "q3", "q4")}
+    for mode in bench.MODES:
+        # At the default threshold q1 (English) and q2 (German) lose their answer, q3 abstains.
+        ranked[f"{mode}@default"] = {
+            "q1": outcome(None, empty=True),
+            "q2": outcome(None),
+            "q3": outcome(None, empty=True),
+            "q4": outcome(None, top=0.9),
+        }
+    report = bench._report(question_set, ranked, "min_score", [], 10, 1.0)
+    hybrid = report["abstention"]["hybrid"]
+    assert hybrid["no_answer_empty"] == 1 and hybrid["no_answer"] == 2
+    assert hybrid["answerable_empty"] == 1
+    assert hybrid["english_answers_lost"] == ["q1"]
+    assert report["metrics"]["hybrid"]["all"]["r5"] == 1.0  # rankings come from min_score 0
+    assert "at the default `min_score`" in bench.render_markdown(report)
+
+
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_smoke_mode_ingests_asks_every_mode_and_scores_beside_bm25(knowledge_worker):
@@ -93,6 +127,7 @@ def test_smoke_mode_ingests_asks_every_mode_and_scores_beside_bm25(knowledge_wor
     assert report["questions"] == {"lexical": 3, "paraphrase": 0, "crosslingual": 1, "no_answer": 1}
     # Every answer lies in a passage of its document: the set matches what extraction gives.
     assert report["unreachable"] == []
+    assert report["unknown_chunks"] == 0  # every hit was judged on a passage's text
     assert set(report["per_question"]) >= {"keyword", "semantic", "hybrid", "bm25"}
     # Plain BM25 is deterministic over these passages: the exact-word questions come first, and
     # the Japanese weather question shares no token with any passage.
