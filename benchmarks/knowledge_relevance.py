@@ -22,7 +22,8 @@
 It runs against BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/
 agent_console_bench), created and migrated if missing, and the broker of REDIS_URL (without it,
 a filesystem broker in a temporary folder). `--reuse` searches the Agent an earlier run left
-ready instead of ingesting again. `--smoke`: 3 documents and 5 questions, under a minute
+ready instead of ingesting again (only after a run of the same code: its chunks and vectors are
+that code's). `--smoke`: 3 documents and 5 questions, under a minute
 (tests/knowledge/test_relevance_benchmark.py runs it against the test database).
 """
 
