@@ -55,6 +55,9 @@ class Filter:
     lookup: str = "exact"
 
     def condition(self, value) -> Condition:
+        # A JSON array field holds the value: containment of a one-item array.
+        if self.lookup == "contains":
+            value = [value]
         return Condition(self.field or self.name, self.lookup, value)
 
 
@@ -84,6 +87,20 @@ RUN_FILTERS = (
     Filter("status", "choice", "Only runs with this status.", STATUSES),
     Filter("model_id", "text", "Only runs of this model."),
     Filter("error_code", "text", "Only runs that failed with this error code."),
+    Filter(
+        "tool_name",
+        "text",
+        "Only runs that called this tool (a GIN index on tool_names).",
+        field="tool_names",
+        lookup="contains",
+    ),
+    Filter(
+        "failed_tool",
+        "text",
+        "Only runs in which this tool failed (a GIN index on failed_tool_names).",
+        field="failed_tool_names",
+        lookup="contains",
+    ),
     Filter(
         "created_after",
         "datetime",

@@ -218,3 +218,29 @@ def test_openapi_marks_the_steps_list_as_an_extension(client):
     assert operation["x-extension"] is True
     assert operation["x-required-scope"] == "runs:read"
     assert {"limit", "after"} <= {p["name"] for p in operation["parameters"]}
+
+
+def test_runs_filter_by_a_tool_called_and_a_tool_that_failed(writer, make_api, client, owner):
+    records = [
+        {"type": "run", "id": "run_2", "conversation_id": "conv_1", "request_id": "r2",
+         "sdk_version": "5", "created_at": "2025-01-31T12:00:02Z"},
+        _tool_step("st_1"),
+        _tool_step("st_2", run_id="run_2", name="refund", status="failed"),
+        _tool_step("st_3", run_id="run_2", name="lookup_order"),
+    ]  # fmt: skip
+    assert writer.post("/v1/ingest", json=records).status == 200
+    reader = make_api(scopes=["runs:read"])
+
+    def ids(**params):
+        response = reader.get("/v1/runs", params=params)
+        assert response.status == 200, response.body
+        return [run["id"] for run in response.json()["data"]]
+
+    assert ids(tool_name="lookup_order") == ["run_2", "run_1"]
+    assert ids(tool_name="refund") == ["run_2"]
+    assert ids(failed_tool="refund") == ["run_2"]
+    assert ids(failed_tool="lookup_order") == []
+    assert ids(tool_name="refund", status="streaming", limit="1") == ["run_2"]
+    client.force_login(owner)
+    page = client.get("/runs/?failed_tool=refund").content.decode()
+    assert "run_2" in page and 'href="/runs/run_1/"' not in page
