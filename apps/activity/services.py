@@ -45,6 +45,7 @@ from apps.activity.models import (
 from apps.activity.serializers import Record
 from apps.common.errors import BadRequest
 from apps.common.time import iso
+from apps.knowledge.events import KnowledgeSearched
 from apps.workspaces.browser_tokens import browser_token_sign
 from apps.workspaces.models import Agent, ApiKey
 
@@ -646,3 +647,36 @@ RECORDERS: dict[str, Callable[..., str]] = {
     "run": run_record,
     "step": step_record,
 }
+
+
+def retrieval_step_record_on_search(event: KnowledgeSearched) -> None:
+    """A knowledge search that named its run becomes that run's retrieval step (listener of
+    apps.knowledge.events; registered in apps.activity.apps)."""
+    duration = (event.ended_at - event.started_at).total_seconds() * 1000
+    with transaction.atomic():
+        _retrieval_step_record(event, duration)
+
+
+def _retrieval_step_record(event: KnowledgeSearched, duration: float) -> None:
+    step_record(
+        agent=event.agent,
+        label="body",
+        data={
+            "run_id": event.run_id,
+            "kind": StepKind.RETRIEVAL,
+            "name": f"knowledge search ({event.mode})",
+            "query": event.query,
+            "documents": [
+                {
+                    "document_id": passage.document_id,
+                    "title": passage.document_name,
+                    "passage": passage.passage,
+                    "score": passage.score,
+                }
+                for passage in event.passages
+            ],  # fmt: skip
+            "started_at": event.started_at,
+            "ended_at": event.ended_at,
+            "duration_ms": duration,
+        },
+    )

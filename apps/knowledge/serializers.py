@@ -73,6 +73,12 @@ class KnowledgeSearchIn(StrictSerializer):
         default="hybrid",
         help_text="hybrid (keywords and meaning, fused by reciprocal rank), keyword or semantic.",
     )
+    run_id = StrictCharField(
+        required=False,
+        max_length=64,
+        help_text="The run this search serves (extension): the search is recorded as that "
+        "run's retrieval step, with the passages it returned. Also `X-Run-Id`.",
+    )
 
 
 # --- output -------------------------------------------------------------------------------

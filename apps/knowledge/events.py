@@ -1,0 +1,47 @@
+"""Announcements of knowledge searches, so other apps can react without knowledge knowing them.
+
+A search that names the run it serves (`run_id` on POST /v1/knowledge/search) is announced;
+activity listens and records it as that run's retrieval step (apps.activity.apps). Listeners
+run in the request, before the answer; one that raises (a run that does not exist) makes the
+request fail with its error.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from apps.workspaces.models import Agent
+
+
+@dataclass(frozen=True)
+class SearchPassage:
+    document_id: str
+    document_name: str
+    passage: str  # plain text (the snippet without its <mark> tags)
+    score: float
+
+
+@dataclass(frozen=True)
+class KnowledgeSearched:
+    agent: Agent
+    run_id: str
+    query: str
+    mode: str
+    passages: list[SearchPassage]
+    started_at: datetime
+    ended_at: datetime
+
+
+SearchListener = Callable[[KnowledgeSearched], None]
+_search_listeners: list[SearchListener] = []
+
+
+def on_knowledge_searched(listener: SearchListener) -> SearchListener:
+    if listener not in _search_listeners:
+        _search_listeners.append(listener)
+    return listener
+
+
+def announce_knowledge_searched(event: KnowledgeSearched) -> None:
+    for listener in _search_listeners:
+        listener(event)
