@@ -216,6 +216,9 @@ class Run(models.Model):
     tool_names = models.JSONField(default=list)
     failed_tool_names = models.JSONField(default=list)
     component_kinds = models.JSONField(default=list)
+    # The knowledge documents its retrieval steps returned (kept by recording, not sent: not
+    # part of the contract's run object), for ?document_id= on the runs lists.
+    document_ids = models.JSONField(default=list)
     error_code = models.CharField(max_length=255, null=True, blank=True)
     first_chunk_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -6,10 +6,11 @@ range scan: see the indexes in models.py.
 """
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.db.models import Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from apps.activity.models import (
@@ -99,6 +100,13 @@ RUN_FILTERS = (
         "text",
         "Only runs in which this tool failed (a GIN index on failed_tool_names).",
         field="failed_tool_names",
+        lookup="contains",
+    ),
+    Filter(
+        "document_id",
+        "text",
+        "Only runs whose retrieval steps returned this knowledge document (a GIN index).",
+        field="document_ids",
         lookup="contains",
     ),
     Filter(
@@ -485,3 +493,10 @@ def recent_run_values(*, agent: Agent, field: str) -> list[str]:
     ]
     values = Run.objects.filter(pk__in=newest.values("pk")).exclude(**{f"{field}__isnull": True})
     return sorted(set(values.values_list(field, flat=True)) - {""})
+
+
+def document_run_counts(*, agent: Agent, document_id: str, days: tuple[int, ...]) -> dict[int, int]:
+    """How many runs of the last N days retrieved the document, for each N of `days`."""
+    now = timezone.now()
+    base = Run.objects.filter(agent=agent, document_ids__contains=[document_id])
+    return {span: base.filter(created_at__gte=now - timedelta(days=span)).count() for span in days}

@@ -595,6 +595,16 @@ def runs_reconcile(*, agent: Agent, batch: Batch) -> None:
     }
     tools: dict[str, list[tuple[str, bool]]] = {}
     first_models: dict[str, str] = {}
+    documents: dict[str, list[str]] = {}
+    for run_id, retrieved in (
+        RunStep.objects.filter(agent=agent, run_id__in=run_ids, kind=StepKind.RETRIEVAL)
+        .order_by("run_id", "started_at", "id")
+        .values_list("run_id", "documents")
+    ):
+        for document in retrieved if isinstance(retrieved, list) else []:
+            document_id = document.get("document_id") if isinstance(document, dict) else None
+            if isinstance(document_id, str) and document_id:
+                documents.setdefault(run_id, []).append(document_id)
     for run_id, kind, tool_name, model_id, status in (
         RunStep.objects.filter(
             agent=agent, run_id__in=run_ids, kind__in=(StepKind.TOOL, StepKind.MODEL)
@@ -631,6 +641,11 @@ def runs_reconcile(*, agent: Agent, batch: Batch) -> None:
                 failed.append(tool_name)
         values["tool_names"] = tool_names
         values["failed_tool_names"] = failed
+        used = list(run.document_ids)
+        for document_id in documents.get(run.id, []):
+            if document_id not in used:
+                used.append(document_id)
+        values["document_ids"] = used
         _run_update(run=run, values=values)
 
 

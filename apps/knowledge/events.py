@@ -45,3 +45,25 @@ def on_knowledge_searched(listener: SearchListener) -> SearchListener:
 def announce_knowledge_searched(event: KnowledgeSearched) -> None:
     for listener in _search_listeners:
         listener(event)
+
+
+# --- Runs that used a document ------------------------------------------------------------------
+# Activity knows which runs retrieved a document; the document's page asks it through this hook
+# (registered in apps.activity.apps) rather than importing activity.
+
+DocumentRunCounter = Callable[[Agent, str], dict[int, int]]
+_document_run_counters: list[DocumentRunCounter] = []
+
+
+def provide_document_run_counts(counter: DocumentRunCounter) -> DocumentRunCounter:
+    if counter not in _document_run_counters:
+        _document_run_counters.append(counter)
+    return counter
+
+
+def document_run_counts(*, agent: Agent, document_id: str) -> dict[int, int] | None:
+    """{days: runs of the last `days` days that retrieved the document}, or None without a
+    provider."""
+    for counter in _document_run_counters:
+        return counter(agent, document_id)
+    return None

@@ -1,6 +1,8 @@
 """A knowledge search that names its run is recorded by the service as the run's retrieval
 step, with the passages it returned (knowledge announces, activity records)."""
 
+import re
+
 import pytest
 
 from apps.activity.models import Run, RunStep
@@ -57,3 +59,37 @@ def test_a_search_naming_an_unknown_run_is_a_400(make_api, agent):
     assert response.status == 400
     assert response.json()["message"] == "body.run_id: no run 'run_nope' recorded for this Agent."
     assert not Run.objects.exists() and not RunStep.objects.exists()
+
+
+def test_runs_filter_by_the_document_they_retrieved_and_its_page_counts_them(
+    make_api, agent, client, owner
+):
+    writer = make_api(scopes=["activity:write", "knowledge:read", "runs:read"])
+    records = [
+        *base_records(),
+        {"type": "run", "id": "run_2", "conversation_id": "conv_1", "request_id": "r2",
+         "sdk_version": "5"},
+    ]  # fmt: skip
+    assert writer.post("/v1/ingest", json=records).status == 200
+    handbook = make_file_document(agent, HANDBOOK, "handbook.md")
+    other = make_file_document(agent, b"# Other\n\nNothing about badges.\n", "other.md")
+    body = {"query": "reimbursed", "run_id": "run_2", "mode": "keyword"}
+    assert writer.post("/v1/knowledge/search", json=body).status == 200
+
+    def ids(document_id):
+        response = writer.get("/v1/runs", params={"document_id": document_id})
+        assert response.status == 200, response.body
+        return [run["id"] for run in response.json()["data"]]
+
+    assert ids(handbook.pk) == ["run_2"]
+    assert ids(other.pk) == []
+    assert Run.objects.get(id="run_2").document_ids == [handbook.pk]
+
+    client.force_login(owner)
+    page = client.get(f"/knowledge/{handbook.pk}/").content.decode()
+    counts = re.search(r'<dd id="document-runs">(.*?)</dd>', page, re.S)
+    assert counts is not None
+    assert "1 in the last 7 days" in counts.group(1) and "1 in 30 days" in counts.group(1)
+    assert f"/runs/?document_id={handbook.pk}" in counts.group(1)
+    listed = client.get(f"/runs/?document_id={handbook.pk}").content.decode()
+    assert 'href="/runs/run_2/"' in listed and 'href="/runs/run_1/"' not in listed
