@@ -218,7 +218,7 @@ class Run(models.Model):
     component_kinds = models.JSONField(default=list)
     # The knowledge documents its retrieval steps returned (kept by recording, not sent: not
     # part of the contract's run object), for ?document_id= on the runs lists.
-    document_ids = models.JSONField(default=list)
+    document_ids = models.JSONField(default=list, db_default=models.Value([], models.JSONField()))
     error_code = models.CharField(max_length=255, null=True, blank=True)
     first_chunk_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
