@@ -26,6 +26,7 @@ from apps.activity.transcript import initials_of, message_view, runs_by_turn, sa
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
+from apps.knowledge import events as knowledge_events
 from apps.workspaces.console import (
     ConsoleRequest,
     bounded_count,
@@ -207,6 +208,7 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
         if message.id in turns:
             item["turn"] = turn_usage(turns[message.id])
         transcript.append(item)
+    _link_sources_to_documents(request, transcript)
     context = {
         "section": "conversations",
         "conversation": conversation,
@@ -217,6 +219,16 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
         "runs": runs,
     }
     return render(request, "activity/conversation_detail.html", context)
+
+
+def _link_sources_to_documents(request: ConsoleRequest, transcript: list[dict]) -> None:
+    """AI SDK source parts whose `sourceId` is one of the Agent's documents link to its page."""
+    sources = [part for item in transcript for part in item["parts"] if part["kind"] == "source"]
+    ids = {part["source_id"] for part in sources if part["source_id"]}
+    known = knowledge_events.known_document_ids(agent=request.agent, ids=ids)
+    for part in sources:
+        if part["source_id"] in known:
+            part["document_id"] = part["source_id"]
 
 
 # --- Users ---------------------------------------------------------------------------------------

@@ -67,3 +67,26 @@ def document_run_counts(*, agent: Agent, document_id: str) -> dict[int, int] | N
     for counter in _document_run_counters:
         return counter(agent, document_id)
     return None
+
+
+# --- Which ids name the Agent's documents -------------------------------------------------------
+# The transcript links an AI SDK `source-document` part to the document's page when its
+# `sourceId` is one of the Agent's documents; knowledge answers (apps.knowledge.apps).
+
+DocumentFinder = Callable[[Agent, set[str]], set[str]]
+_document_finders: list[DocumentFinder] = []
+
+
+def provide_document_finder(finder: DocumentFinder) -> DocumentFinder:
+    if finder not in _document_finders:
+        _document_finders.append(finder)
+    return finder
+
+
+def known_document_ids(*, agent: Agent, ids: set[str]) -> set[str]:
+    """The ids among `ids` that name documents of the Agent (none without a finder)."""
+    if not ids:
+        return set()
+    for finder in _document_finders:
+        return finder(agent, ids)
+    return set()

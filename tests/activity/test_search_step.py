@@ -93,3 +93,24 @@ def test_runs_filter_by_the_document_they_retrieved_and_its_page_counts_them(
     assert f"/runs/?document_id={handbook.pk}" in counts.group(1)
     listed = client.get(f"/runs/?document_id={handbook.pk}").content.decode()
     assert 'href="/runs/run_2/"' in listed and 'href="/runs/run_1/"' not in listed
+
+
+def test_a_source_document_part_links_to_our_document(agent, other_agent, client, owner):
+    from tests.activity.factories import conversation_factory, message_factory
+
+    ours = make_file_document(agent, HANDBOOK, "handbook.md")
+    theirs = make_file_document(other_agent, HANDBOOK, "theirs.md")
+    conversation = conversation_factory(agent=agent, id="conv_src")
+    message_factory(
+        conversation=conversation, role="assistant",
+        parts=[
+            {"type": "source-document", "sourceId": ours.pk, "mediaType": "text/markdown",
+             "title": "Handbook"},
+            {"type": "source-document", "sourceId": theirs.pk, "mediaType": "text/markdown",
+             "title": "Not ours"},
+        ],
+    )  # fmt: skip
+    client.force_login(owner)
+    html = client.get("/conversations/conv_src/").content.decode()
+    assert f'<a class="source-document" href="/knowledge/{ours.pk}/">Handbook</a>' in html
+    assert f"/knowledge/{theirs.pk}/" not in html and "Not ours" in html
