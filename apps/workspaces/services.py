@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.api.scopes import OWNER_SCOPES, parse_scopes
 from apps.api.throttling import (
     CountedRequest,
     KeyStoreUnavailable,
@@ -35,7 +36,6 @@ from apps.common.errors import (
 from apps.common.time import iso
 from apps.workspaces import configuration
 from apps.workspaces.models import Agent, AgentRevision, ApiKey, Membership, Workspace
-from apps.workspaces.scopes import OWNER_SCOPES, parse_scopes
 from apps.workspaces.selectors import is_workspace_owner
 
 logger = logging.getLogger(__name__)
@@ -590,7 +590,7 @@ def _touch_last_used(key: ApiKey) -> None:
 
 def demo_seed(*, email: str, password: str) -> dict:
     """Idempotently create the demo owner, workspace, Agent and a fresh full-scope key."""
-    from apps.workspaces.scopes import ALL_SCOPES
+    from apps.api.scopes import ALL_SCOPES
 
     user_model = get_user_model()
     with transaction.atomic():
