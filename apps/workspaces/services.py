@@ -461,7 +461,7 @@ def _remember_key(key: ApiKey) -> None:
         return
     record = key_record(
         secret_hash=key.secret_hash,
-        # The window's name: the key's id, as Credential.rate_limit_id says.
+        # The window's name: the key's id, as KeyCredential.rate_limit_id says.
         window_name=key.pk,
         payload=pickle.dumps(key, pickle.HIGHEST_PROTOCOL),
     )
