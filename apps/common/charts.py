@@ -43,9 +43,7 @@ def _x_label_positions(count: int) -> list[int]:
     return [round(j * (count - 1) / (X_LABELS - 1)) for j in range(X_LABELS)]
 
 
-def chart_frame(
-    top: float, label: str, days: Sequence[date], inner: Sequence[str]
-) -> SafeString:
+def chart_frame(top: float, label: str, days: Sequence[date], inner: Sequence[str]) -> SafeString:
     plot_h = HEIGHT - PAD_TOP - PAD_BOTTOM
     parts: list[str] = [
         format_html('<figure class="chart-box" role="img" aria-label="{}">', label),
