@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from apps.common.events import Announcement
 from apps.workspaces.models import Agent
 
 
@@ -32,24 +33,17 @@ class KnowledgeSearched:
     ended_at: datetime
 
 
-SearchListener = Callable[[KnowledgeSearched], None]
-_search_listeners: list[SearchListener] = []
+knowledge_searched: Announcement[KnowledgeSearched] = Announcement()
+on_knowledge_searched = knowledge_searched.listen
+announce_knowledge_searched = knowledge_searched.announce
 
 
-def on_knowledge_searched(listener: SearchListener) -> SearchListener:
-    if listener not in _search_listeners:
-        _search_listeners.append(listener)
-    return listener
+# --- Questions answered by whoever knows -----------------------------------------------------------
+# Not announcements: the caller wants an answer. The app that knows registers a provider in its
+# `AppConfig.ready()`; without one the answer is "nothing known".
 
-
-def announce_knowledge_searched(event: KnowledgeSearched) -> None:
-    for listener in _search_listeners:
-        listener(event)
-
-
-# --- Runs that used a document ------------------------------------------------------------------
-# Activity knows which runs retrieved a document; the document's page asks it through this hook
-# (registered in apps.activity.apps) rather than importing activity.
+# Runs that used a document: activity knows which runs retrieved it; the document's page asks
+# through this hook (registered in apps.activity.apps) rather than importing activity.
 
 DocumentRunCounter = Callable[[Agent, str], dict[int, int]]
 _document_run_counters: list[DocumentRunCounter] = []
