@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from config.env import env_bool, env_float_list, env_int, env_list, env_str
 
@@ -147,8 +148,19 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180, minimum=1)
-# The queue tasks are sent to, including those a task sends (knowledge.embed queues itself).
+# Two queues, each with worker processes of its own (README, "Running in production"): the
+# interactive queue holds what someone is waiting for or what keeps work moving (extraction,
+# refreshes, webhook deliveries, the sweepers; config.celery.INTERACTIVE_TASKS), the default
+# queue the bulk work (embedding). So a small upload never waits behind a large one's embedding.
+# Tasks a task sends (knowledge.embed queues itself) follow the same routes.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+CELERY_INTERACTIVE_QUEUE = env_str("CELERY_INTERACTIVE_QUEUE", "interactive")
+CELERY_TASK_ROUTES = ["config.celery.route_task"]
+# A worker started without -Q serves both queues (one process for everything still works).
+CELERY_TASK_QUEUES = [
+    Queue(CELERY_TASK_DEFAULT_QUEUE),
+    Queue(CELERY_INTERACTIVE_QUEUE),
+]
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 # A worker child whose peak resident memory passed this (KB) when a task ends is replaced by a
 # fresh one (130 MB), so the embedding model (up to about 245 MB while it loads) never lands on

@@ -150,12 +150,13 @@ def anonymous_api() -> ApiClient:
 def celery_worker_process(transactional_db, settings):
     """A real `celery worker` process on the Redis broker; purges the queue first."""
     from config.celery import app
-    from tests.workers import WorkerProcess
+    from tests.workers import WorkerProcess, purge_test_queues
 
     if not settings.REDIS_URL:
         pytest.skip("a real worker needs Redis (REDIS_URL)")
     app.control.purge()
-    worker = WorkerProcess(queues=app.conf.task_default_queue).start()
+    purge_test_queues()
+    worker = WorkerProcess().start()
     yield worker
     worker.stop()
 
@@ -170,6 +171,7 @@ def _celery_queue_per_test_process(worker_id):
 
     database = str(settings.DATABASES["default"]["NAME"]).rsplit("/", 1)[-1]
     app.conf.task_default_queue = f"tests-{database}-{worker_id}"
+    app.conf.interactive_queue = f"tests-{database}-{worker_id}-interactive"
     yield
 
 

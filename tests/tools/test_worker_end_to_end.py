@@ -22,7 +22,7 @@ def tools_worker(transactional_db):
         pytest.skip("a real worker needs Redis (REDIS_URL)")
     app.control.purge()
     worker = WorkerProcess(
-        queues=app.conf.task_default_queue, NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1"
+        NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1"
     ).start()
     yield worker
     worker.stop()

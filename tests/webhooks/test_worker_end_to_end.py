@@ -31,7 +31,7 @@ def loopback_worker(transactional_db, settings):
         pytest.skip("a real worker needs Redis (REDIS_URL)")
     app.control.purge()
     worker = WorkerProcess(
-        queues=app.conf.task_default_queue, NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1"
+        NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1"
     )
     yield worker
     worker.stop()
