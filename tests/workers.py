@@ -24,7 +24,7 @@ from config.worker_environment import worker_environment as production_worker_en
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_queues() -> tuple[str, str]:
+def process_queues() -> tuple[str, str]:
     """This test process's bulk and interactive queues (tests/conftest.py names them)."""
     from config.celery import app
 
@@ -37,7 +37,7 @@ def purge_test_queues() -> None:
 
     with app.connection_for_write() as conn:
         channel = conn.default_channel
-        for queue in test_queues():
+        for queue in process_queues():
             channel.queue_purge(queue)
 
 
@@ -54,7 +54,7 @@ def worker_environment(**extra: str) -> dict[str, str]:
     else:
         env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
     env["REDIS_URL"] = settings.REDIS_URL
-    env["CELERY_TASK_DEFAULT_QUEUE"], env["CELERY_INTERACTIVE_QUEUE"] = test_queues()
+    env["CELERY_TASK_DEFAULT_QUEUE"], env["CELERY_INTERACTIVE_QUEUE"] = process_queues()
     env.update(extra)
     return env
 
@@ -65,7 +65,7 @@ class WorkerProcess:
     ) -> None:
         # Both of this test process's queues unless told otherwise (production runs one worker
         # per queue; a test that needs that passes `queues`).
-        self.queues = queues or ",".join(test_queues())
+        self.queues = queues or ",".join(process_queues())
         self.concurrency = concurrency
         self.hostname = f"{name}@{socket.gethostname()}"
         self.env = worker_environment(**env)
