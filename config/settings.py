@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from config.env import env_bool, env_float_list, env_int, env_list, env_str
 
@@ -157,9 +157,11 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_INTERACTIVE_QUEUE = env_str("CELERY_INTERACTIVE_QUEUE", "interactive")
 CELERY_TASK_ROUTES = ["config.celery.route_task"]
 # A worker started without -Q serves both queues (one process for everything still works).
+# Each queue has its own exchange and routing key: sharing Celery's default ones would bind both
+# queues to one key, and every task would land on both.
 CELERY_TASK_QUEUES = [
-    Queue(CELERY_TASK_DEFAULT_QUEUE),
-    Queue(CELERY_INTERACTIVE_QUEUE),
+    Queue(name, Exchange(name), routing_key=name)
+    for name in (CELERY_TASK_DEFAULT_QUEUE, CELERY_INTERACTIVE_QUEUE)
 ]
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 # A worker child whose peak resident memory passed this (KB) when a task ends is replaced by a

@@ -5,6 +5,8 @@ documents. Real worker processes, real tasks sent by the real routes, real embed
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 from django.conf import settings
@@ -13,36 +15,23 @@ from apps.knowledge import pipeline, services
 from apps.knowledge.models import KnowledgeDocument
 from config.celery import app
 from tests.knowledge.conftest import upload
-from tests.workers import WorkerProcess, process_queues, purge_test_queues, wait_for
+from tests.redis_server import RedisServer
+from tests.workers import (
+    ROOT,
+    WorkerProcess,
+    process_queues,
+    purge_test_queues,
+    wait_for,
+    worker_environment,
+)
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-WORDS = [
-    "kettle",
-    "warranty",
-    "boiler",
-    "filter",
-    "descaling",
-    "limescale",
-    "thermostat",
-    "switch",
-    "element",
-    "gasket",
-    "lid",
-    "spout",
-    "handle",
-    "base",
-    "cord",
-    "plug",
-    "fuse",
-    "socket",
-    "voltage",
-    "litre",
-    "temperature",
-    "steam",
-    "whistle",
-    "timer",
-]
+_TEXT = (
+    "kettle warranty boiler filter descaling limescale thermostat switch element gasket lid "
+    "spout handle base cord plug fuse socket voltage litre temperature steam whistle timer"
+)
+WORDS = tuple(_TEXT.split())
 
 
 def _markdown(seed: int, sections: int) -> bytes:
@@ -135,3 +124,29 @@ def test_routes_send_interactive_work_to_its_own_queue():
         assert router.route({}, name)["queue"].name == interactive, name
     for name in ("knowledge.embed", "knowledge.embed_stalled", "mcp_server.clear_expired_tokens"):
         assert router.route({}, name)["queue"].name == bulk, name
+
+
+SEND = """
+import django
+django.setup()
+from apps.knowledge import tasks
+tasks.ingest.apply_async(args=["doc_x"], retry=False)
+tasks.embed.apply_async(args=["doc_x"], retry=False)
+tasks.embed.apply_async(args=["doc_y"], retry=False)
+"""
+
+
+def test_each_task_lands_on_exactly_one_production_queue():
+    """A fresh process configured as production (default queue names) on a private broker."""
+    server = RedisServer().start()
+    try:
+        env = worker_environment(REDIS_URL=server.url(0))
+        env.pop("CELERY_TASK_DEFAULT_QUEUE")
+        env.pop("CELERY_INTERACTIVE_QUEUE")
+        env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+        subprocess.run([sys.executable, "-c", SEND], cwd=ROOT, env=env, check=True, timeout=60)
+        client = server.client()
+        assert client.llen("interactive") == 1
+        assert client.llen("celery") == 2
+    finally:
+        server.stop()
