@@ -5,6 +5,7 @@ REDIS_URL set, the service runs on the embedded default: SQLite, an in-process c
 Celery broker on the filesystem, so `make run` works on a bare laptop.
 """
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "apps.common",
+    "apps.operations",
     "apps.api",
     "apps.workspaces",
     "apps.activity",
@@ -51,6 +53,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz, /readyz and /metrics answer here, before host checks, sessions, request logs
+    # and rate limits; every other request is counted and timed.
+    "apps.operations.middleware.OperationsMiddleware",
     "apps.api.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -381,6 +386,23 @@ LOGGING = {
         "mcp.server.streamable_http_manager": {"level": "WARNING"},
     },
 }
+
+# --- Operations: health, readiness, metrics (apps.operations, docs/operations.md) ----------
+# Every process writes its metric samples here and /metrics adds up those of the machine; it
+# must be emptied when the machine's processes start (scripts/run_all.py does, the README says
+# how in production). prometheus-client reads the variable itself, at import.
+PROMETHEUS_MULTIPROC_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "prometheus")))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
+# /metrics answers requests from these networks, or carrying `Authorization: Bearer <token>`.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+# A worker on a machine without a web process serves the same /metrics on this port (0: off).
+WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
+# Beat touches this file on every tick; `manage.py beat_check` says whether it is recent.
+BEAT_HEARTBEAT_FILE = Path(env_str("BEAT_HEARTBEAT_FILE", str(VAR_DIR / "beat-heartbeat")))
+CELERY_BEAT_SCHEDULER = "apps.operations.beat:HeartbeatScheduler"
+# Beat wakes at least this often, so its heartbeat is never older than this while it lives.
+CELERY_BEAT_MAX_LOOP_INTERVAL = 30
 
 # Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).
 CELERY_BEAT_SCHEDULE = {

