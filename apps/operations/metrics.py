@@ -22,8 +22,9 @@ from functools import cache
 from django.conf import settings
 from django.db.models import Count, F
 from django.http import HttpRequest, HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -137,6 +138,6 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
             status=403,
             content_type="text/plain",
         )
-    response = HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+    response = HttpResponse(exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
     response["Cache-Control"] = "no-store"
     return response
