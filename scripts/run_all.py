@@ -44,6 +44,7 @@ def worker_command(name: str, *, queue: str) -> list[str]:
 
 
 def main() -> int:
+    subprocess.run([PYTHON, "manage.py", "metrics_reset", "-v", "0"], check=True)
     subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
     print(
         f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",

@@ -188,6 +188,46 @@ def test_oauth_tokens_and_mcp_tool_calls_are_counted(owner, agent):
     assert value(after, calls[0], **calls[1]) - value(before, calls[0], **calls[1]) >= 1
 
 
-def test_the_metrics_folder_is_the_settings_one():
-    assert django_settings.PROMETHEUS_MULTIPROC_DIR.is_dir()
-    assert any(django_settings.PROMETHEUS_MULTIPROC_DIR.glob("*.db"))
+def test_metrics_reset_empties_the_folder_before_start(settings, tmp_path):
+    from django.core.management import call_command
+
+    settings.PROMETHEUS_MULTIPROC_DIR = tmp_path / "metrics"
+    settings.PROMETHEUS_MULTIPROC_DIR.mkdir()
+    (settings.PROMETHEUS_MULTIPROC_DIR / "counter_4242.db").write_bytes(b"left from before")
+    (settings.PROMETHEUS_MULTIPROC_DIR / "notes.txt").write_text("not ours")
+    call_command("metrics_reset", verbosity=0)
+    assert [p.name for p in settings.PROMETHEUS_MULTIPROC_DIR.iterdir()] == ["notes.txt"]
+
+
+def test_dashboard_and_alert_rules_use_only_exported_series():
+    """Every agent_console_* series named in docs/grafana-dashboard.json and
+    docs/prometheus-alerts.yml is one the service exports."""
+    import json
+    import re
+
+    import yaml
+    from prometheus_client import Counter, Histogram
+
+    from apps.common import metrics
+
+    exported = {"celery_queue_length", "knowledge_documents", "readiness_check_up"}
+    for metric in vars(metrics).values():
+        if isinstance(metric, Counter):
+            exported.add(metric._name.removeprefix(NS) + "_total")
+        elif isinstance(metric, Histogram):
+            base = metric._name.removeprefix(NS)
+            exported.update({base + "_bucket", base + "_count", base + "_sum"})
+
+    docs = django_settings.BASE_DIR / "docs"
+    dashboard = json.loads((docs / "grafana-dashboard.json").read_text())
+    expressions = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    rules = yaml.safe_load((docs / "prometheus-alerts.yml").read_text())
+    alerts = [rule for group in rules["groups"] for rule in group["rules"]]
+    assert {rule["alert"] for rule in alerts} >= {
+        "AgentConsoleNotReady",
+        "AgentConsoleQueueGrowing",
+        "AgentConsoleWebhookFailures",
+    }
+    expressions += [rule["expr"] for rule in alerts]
+    used = {name for expr in expressions for name in re.findall(NS + r"(\w+)", expr)}
+    assert used and used <= exported, used - exported
