@@ -1,5 +1,4 @@
 from django.apps import AppConfig
-from django.conf import settings
 
 
 class OperationsConfig(AppConfig):
@@ -14,8 +13,6 @@ class OperationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # prometheus-client opens its files here on the first sample of each process.
-        settings.PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
         from apps.operations import signals
 
         signals.connect()

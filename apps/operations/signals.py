@@ -60,6 +60,13 @@ def _token_issued(sender, request, token, **_kwargs) -> None:
     metrics.OAUTH_TOKENS.labels(grant_type).inc()
 
 
+def make_metrics_folder(*_args, **_kwargs) -> None:
+    """prometheus-client writes a process's samples into this folder from its first sample on.
+    Made when a web process (the middleware), a worker or beat starts, not when the settings
+    load: a management command leaves the disk alone."""
+    settings.PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
+
+
 def _serve_worker_metrics(sender=None, **_kwargs) -> None:
     """A worker's main process serves this machine's /metrics when WORKER_METRICS_PORT is set
     (a machine with workers and no web process)."""
@@ -82,6 +89,8 @@ def connect() -> None:
 
     celery_signals.task_prerun.connect(_task_started, weak=False)
     celery_signals.task_postrun.connect(_task_finished, weak=False)
+    celery_signals.worker_init.connect(make_metrics_folder, weak=False)
+    celery_signals.beat_init.connect(make_metrics_folder, weak=False)
     celery_signals.worker_ready.connect(_serve_worker_metrics, weak=False)
     post_save.connect(_attempt_recorded, sender=WebhookAttempt, weak=False)
     app_authorized.connect(_token_issued, weak=False)
