@@ -231,3 +231,32 @@ def test_dashboard_and_alert_rules_use_only_exported_series():
     expressions += [rule["expr"] for rule in alerts]
     used = {name for expr in expressions for name in re.findall(NS + r"(\w+)", expr)}
     assert used and used <= exported, used - exported
+
+
+@pytest.mark.worker
+def test_a_worker_serves_the_machines_metrics_on_its_port(settings):
+    """A machine with workers and no web process: the worker's main process serves them."""
+    import urllib.request
+
+    from tests.redis_server import free_port
+
+    if not settings.REDIS_URL:
+        pytest.skip("a real worker needs Redis (REDIS_URL)")
+    Client().get("/v1/connection")  # something of this process's to find in the files
+    port = free_port()
+    worker = WorkerProcess(name="metrics", WORKER_METRICS_PORT=str(port)).start()
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def read() -> str | None:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return response.read().decode()
+        except OSError:
+            return None
+
+    try:
+        text = wait_for(read, timeout=90, message="the worker never served its metrics")
+    finally:
+        worker.stop()
+    names = {sample.name for f in text_string_to_metric_families(text) for sample in f.samples}
+    assert NS + "http_requests_total" in names
