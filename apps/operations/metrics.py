@@ -7,7 +7,7 @@ Prometheus asks, once per scrape, by whichever process answers: the depth of eac
 queue, documents by status, and the readiness checks. A failed read leaves its series out
 rather than failing the scrape.
 
-Access: a request from METRICS_ALLOWED_NETWORKS, or one carrying
+Access: a request from METRICS_ALLOWED_NETWORKS that no reverse proxy relayed, or one carrying
 `Authorization: Bearer <METRICS_TOKEN>`; anything else is 403.
 """
 
@@ -33,6 +33,10 @@ from apps.common.metrics import NAMESPACE
 logger = logging.getLogger("apps.operations")
 
 
+# A request relayed by a reverse proxy carries one of these; only the token opens /metrics then.
+PROXY_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP")
+
+
 @cache
 def _allowed_networks(
     networks: tuple[str, ...],
@@ -46,6 +50,9 @@ def may_read_metrics(request: HttpRequest) -> bool:
         given = request.headers.get("Authorization", "")
         if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
             return True
+    if any(header in request.META for header in PROXY_HEADERS):
+        # Relayed by a proxy: REMOTE_ADDR is the proxy's (often loopback), not the caller's.
+        return False
     try:
         address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
     except ValueError:

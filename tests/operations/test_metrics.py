@@ -52,6 +52,9 @@ def test_metrics_need_an_allowed_address_or_the_token(settings):
     settings.METRICS_ALLOWED_NETWORKS = ["203.0.113.0/24"]
     settings.METRICS_TOKEN = ""
     assert outside.get("/metrics").status_code == 200
+    # A reverse proxy on the machine relays from loopback: the address proves nothing then.
+    relayed = Client().get("/metrics", HTTP_X_FORWARDED_FOR="198.51.100.7")
+    assert relayed.status_code == 403
 
 
 def test_requests_are_counted_by_route_with_their_database_and_redis_time(
