@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "apps.tools",
     "oauth2_provider",
     "apps.mcp_server",
+    "apps.retention",
 ]
 
 MIDDLEWARE = [
@@ -404,6 +405,11 @@ CELERY_BEAT_SCHEDULER = "apps.operations.beat:HeartbeatScheduler"
 # Beat wakes at least this often, so its heartbeat is never older than this while it lives.
 CELERY_BEAT_MAX_LOOP_INTERVAL = 30
 
+# --- Retention (apps.retention, docs/operations.md) -----------------------------------------
+# Days of activity a workspace without a policy of its own keeps (0: forever). A workspace's
+# owner chooses 30, 90 or 365 days or forever (`manage.py retention_set`).
+RETENTION_DEFAULT_ACTIVITY_DAYS = env_int("RETENTION_DEFAULT_ACTIVITY_DAYS", 0)
+
 # Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).
 CELERY_BEAT_SCHEDULE = {
     "knowledge-refresh-due": {"task": "knowledge.refresh_due", "schedule": 60.0},
@@ -418,6 +424,8 @@ CELERY_BEAT_SCHEDULE = {
     "knowledge-embed-stalled": {"task": "knowledge.embed_stalled", "schedule": 300.0},
     # Daily rediscovery of tool servers is a due time per server (next_discovery_at).
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
+    # Expired activity and superseded knowledge versions, in bounded batches (bulk queue).
+    "retention-apply": {"task": "retention.apply", "schedule": 3600.0},
     "mcp-server-clear-expired-tokens": {
         "task": "mcp_server.clear_expired_tokens",
         "schedule": 3600.0,

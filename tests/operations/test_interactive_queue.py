@@ -122,7 +122,12 @@ def test_routes_send_interactive_work_to_its_own_queue():
         "tools.discover",
     ):
         assert router.route({}, name)["queue"].name == interactive, name
-    for name in ("knowledge.embed", "knowledge.embed_stalled", "mcp_server.clear_expired_tokens"):
+    for name in (
+        "knowledge.embed",
+        "knowledge.embed_stalled",
+        "mcp_server.clear_expired_tokens",
+        "retention.apply",
+    ):
         assert router.route({}, name)["queue"].name == bulk, name
 
 
