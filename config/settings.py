@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "apps.mcp_server",
     "apps.retention",
+    # Composes every app above (the demo seed); no app imports it.
+    "apps.demo",
 ]
 
 MIDDLEWARE = [
