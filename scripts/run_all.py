@@ -1,6 +1,9 @@
-"""Start web, Celery worker and Celery beat together; Ctrl-C stops all three.
+"""Start web, the two Celery workers and Celery beat together; Ctrl-C stops them all.
 
-Used by `make run`. Seeds the demo workspace first and prints how to sign in.
+Used by `make run`. Seeds the demo workspace first and prints how to sign in. As in production
+(README), one worker serves the interactive queue (extraction, refreshes, deliveries) and one
+the bulk queue (embedding), at a lower CPU priority, so a small upload never waits behind a
+large one's embedding.
 """
 
 import os
@@ -16,9 +19,32 @@ from config.worker_environment import worker_environment
 
 PORT = os.environ.get("PORT", "8000")
 PYTHON = sys.executable
+# `nice` value of the bulk worker (the README's production command uses the same).
+BULK_NICENESS = 10
+
+# The queue names config/settings.py reads from the same variables.
+BULK_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+INTERACTIVE_QUEUE = os.environ.get("CELERY_INTERACTIVE_QUEUE", "interactive")
+
+
+def worker_command(name: str, *, queue: str) -> list[str]:
+    return [
+        PYTHON,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--loglevel=INFO",
+        "--concurrency=2",
+        "-Q",
+        queue,
+        f"--hostname={name}@%h",
+    ]
 
 
 def main() -> int:
+    subprocess.run([PYTHON, "manage.py", "metrics_reset", "-v", "0"], check=True)
     subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
     print(
         f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",
@@ -26,16 +52,8 @@ def main() -> int:
     )
     commands = {
         "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{PORT}", "--noreload"],
-        "worker": [
-            PYTHON,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--loglevel=INFO",
-            "--concurrency=2",
-        ],
+        "worker-interactive": worker_command("interactive", queue=INTERACTIVE_QUEUE),
+        "worker-bulk": worker_command("bulk", queue=BULK_QUEUE),
         "beat": [
             PYTHON,
             "-m",
@@ -50,7 +68,10 @@ def main() -> int:
     }
     processes = {
         name: subprocess.Popen(
-            cmd, env=worker_environment(os.environ) if name == "worker" else None
+            cmd,
+            env=worker_environment(os.environ) if name.startswith("worker") else None,
+            # The bulk worker yields the CPU to the web and the interactive worker.
+            preexec_fn=(lambda: os.nice(BULK_NICENESS)) if name == "worker-bulk" else None,
         )
         for name, cmd in commands.items()
     }

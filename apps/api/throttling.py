@@ -37,6 +37,7 @@ from redis.retry import Retry
 from rest_framework.throttling import BaseThrottle
 
 from apps.common.errors import RateLimited
+from apps.common.redis_timing import timed_connection_class
 
 logger = logging.getLogger("apps.api")
 
@@ -149,6 +150,8 @@ class _RedisStore:
             # One immediate retry for a pooled connection Redis closed (a restart); a store that
             # is down costs two refused connects, not redis-py's default backoff of seconds.
             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+            # Its time counts in each request's Redis time (the request metrics).
+            connection_class=timed_connection_class(url),
         )
         self.script = self.client.register_script(_HIT_SCRIPT)
         self.gated_script = self.client.register_script(_GATED_HIT_SCRIPT)

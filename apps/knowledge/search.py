@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from apps.common import metrics
 from apps.knowledge import embeddings
 from apps.workspaces.models import Agent
 
@@ -181,6 +182,7 @@ def unindex_chunks(*, version_ids=None, document_ids=None) -> None:
             )
 
 
+@metrics.timed(metrics.SEARCH_DURATION, mode="mode")
 def search_chunks(*, agent: Agent, query: str, limit: int, mode: str = "hybrid") -> list[SearchHit]:
     """The `limit` best chunks for the query among the Agent's searchable chunks."""
     if mode not in MODES:

@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from apps.common import metrics
 from apps.mcp_server.rest import RestResult, v1_call
 
 
@@ -27,7 +28,23 @@ class McpCall:
 
 current_call: ContextVar[McpCall] = ContextVar("mcp_current_call")
 
-mcp = MCPServer(
+
+class CountedMCPServer(MCPServer):
+    """Counts every tool call by tool and outcome (the metric mcp_tool_calls)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        tool = name if self._tool_manager.get_tool(name) is not None else "unknown"
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except Exception:
+            metrics.MCP_TOOL_CALLS.labels(tool, "error").inc()
+            raise
+        outcome = "error" if getattr(result, "is_error", False) else "ok"
+        metrics.MCP_TOOL_CALLS.labels(tool, outcome).inc()
+        return result
+
+
+mcp = CountedMCPServer(
     # Nothing is pushed to clients (stateless HTTP), so no long-lived subscriptions/listen.
     subscriptions=False,
     name="agent-console",
