@@ -2,6 +2,7 @@
 `celery worker` and `celery beat`, on PostgreSQL and Redis, with the production intervals.
 
     uv run python benchmarks/fault_drills.py [--outage 30] [--database-outage 10]
+        [--settle-seconds 5]
 
 1. Worker SIGKILL: a URL document whose fetch is in flight; the worker's process group is
    SIGKILLed and a replacement started at once (as a supervisor would). Measured: seconds from
@@ -299,6 +300,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outage", type=float, default=30.0, help="Redis outage, seconds")
     parser.add_argument("--database-outage", type=float, default=10.0)
+    parser.add_argument(
+        "--settle-seconds", type=float, default=5.0, help="for worker and beat to start"
+    )
     args = parser.parse_args()
 
     database = os.environ.get("DRILL_DATABASE_URL", DEFAULT_DATABASE)
@@ -332,7 +336,7 @@ def main() -> None:
             wait(lambda: client.api("GET", "/v1/connection")[0] == 200, timeout=120)
             client.login(demo["owner_email"], demo["owner_password"])
             assert client.page("/api-keys/")[0] == 200, "could not sign in to the console"
-            time.sleep(5)  # worker and beat up
+            time.sleep(args.settle_seconds)  # worker and beat up
             results = {
                 "worker_sigkill_settled_after_s": round(
                     drill_worker_kill(service, client, page), 1

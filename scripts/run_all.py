@@ -12,20 +12,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from config.settings import VAR_DIR
 from config.worker_environment import worker_environment
 
 PORT = os.environ.get("PORT", "8000")
 PYTHON = sys.executable
 
 
-def main() -> int:
-    subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
-    print(
-        f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",
-        flush=True,
-    )
-    commands = {
-        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{PORT}", "--noreload"],
+def commands(*, port: str) -> dict[str, list[str]]:
+    """Web, worker and beat. Beat keeps its schedule in VAR_DIR, with the SQLite database, the
+    broker and the media of the embedded default."""
+    return {
+        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         "worker": [
             PYTHON,
             "-m",
@@ -45,14 +43,23 @@ def main() -> int:
             "beat",
             "--loglevel=INFO",
             "--schedule",
-            os.path.join("var", "celerybeat-schedule"),
+            str(VAR_DIR / "celerybeat-schedule"),
         ],
     }
+
+
+def main() -> int:
+    subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
+    print(
+        f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",
+        flush=True,
+    )
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     processes = {
         name: subprocess.Popen(
             cmd, env=worker_environment(os.environ) if name == "worker" else None
         )
-        for name, cmd in commands.items()
+        for name, cmd in commands(port=PORT).items()
     }
 
     def stop(*_args) -> None:
