@@ -74,17 +74,19 @@ def test_every_script_of_benchmarks_has_a_run_here() -> None:
 @pytest.fixture(scope="module")
 def bench_database(django_db_setup, django_db_blocker) -> Iterator[str]:
     """A database of the benchmarks' own beside the run's test database, dropped after: a copy
-    of it, migrated already, when nothing else holds it open (else the scripts migrate it)."""
+    of the test database, migrated already, when it exists and nothing holds it open (else the
+    scripts migrate it)."""
     with django_db_blocker.unblock():
-        db = connection.settings_dict
         connection.close()
+    db = connection.settings_dict
+    test_name = db["TEST"].get("NAME") or f"test_{db['NAME']}"
     server = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-    name = f"{db['NAME']}_bench"
+    name = f"{test_name}_bench"
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         try:
-            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{db["NAME"]}"')
-        except psycopg.errors.ObjectInUse:
+            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{test_name}"')
+        except (psycopg.errors.ObjectInUse, psycopg.errors.InvalidCatalogName):
             admin.execute(f'CREATE DATABASE "{name}"')
     try:
         yield f"{server}/{name}"
