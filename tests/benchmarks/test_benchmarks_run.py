@@ -56,6 +56,9 @@ SCRIPTS: dict[str, list[str]] = {
     "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
 }  # fmt: skip
 
+# Scripts whose smoke run lives beside their own tests.
+RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevance_benchmark.py"}
+
 pytestmark = [
     pytest.mark.skipif(not settings.IS_POSTGRES, reason="the benchmarks run on PostgreSQL"),
     pytest.mark.xdist_group("benchmarks"),
@@ -68,7 +71,9 @@ def test_every_script_of_benchmarks_has_a_run_here() -> None:
         for path in BENCHMARKS.glob("*.py")
         if 'if __name__ == "__main__":' in path.read_text()
     }
-    assert scripts == {name.split()[0] for name in SCRIPTS}
+    assert scripts == {name.split()[0] for name in SCRIPTS} | RUN_ELSEWHERE.keys()
+    for script, test in RUN_ELSEWHERE.items():
+        assert script in test.read_text() and "smoke" in test.read_text()
 
 
 @pytest.fixture(scope="module")
