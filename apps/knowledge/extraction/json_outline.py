@@ -80,7 +80,8 @@ _ENCODE = msgspec.json.encode
 # a run of \uXXXX and \/ escapes, one after another (a surrogate pair is always within one
 # run); an escaped backslash is matched too, as a pair, so that the backslash after it starts
 # no escape. Every branch starts with the backslash, which the regex engine then looks for
-# at memchr speed (as an alternation of two branches it read 10 MB in 450 ms, this way 40).
+# at memchr speed (written as an alternation of two branches, it took 450 ms over 10 MB
+# escaped to ASCII where this takes 90, both on a loaded machine).
 # The whole match is the group, so that ``split`` gives text and escapes in turn.
 _ESCAPES = re.compile(
     rb"""( \\ (?:
