@@ -158,7 +158,7 @@ def main() -> None:
 
         from apps.knowledge import services
         from apps.knowledge.models import KnowledgeDocument
-        from apps.workspaces.services import demo_seed
+        from apps.workspaces.demo import demo_seed
 
         call_command("migrate", verbosity=0)
         agent = demo_seed(email="memory@bench.example", password="memory-bench-password")["agent"]
