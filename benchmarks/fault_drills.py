@@ -2,6 +2,7 @@
 `celery worker` and `celery beat`, on PostgreSQL and Redis, with the production intervals.
 
     uv run python benchmarks/fault_drills.py [--outage 30] [--database-outage 10]
+        [--settle-seconds 5] [--drill worker|redis|database ...]
 
 1. Worker SIGKILL: a URL document whose fetch is in flight; the worker's process group is
    SIGKILLed and a replacement started at once (as a supervisor would). Measured: seconds from
@@ -245,11 +246,24 @@ def drill_database_outage(proxy: CuttableProxy, client: Client, outage: float) -
     }
 
 
+DRILLS = ["worker", "redis", "database"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outage", type=float, default=30.0, help="Redis outage, seconds")
     parser.add_argument("--database-outage", type=float, default=10.0)
+    parser.add_argument(
+        "--settle-seconds", type=float, default=5.0, help="for worker and beat to start"
+    )
+    parser.add_argument(
+        "--drill",
+        action="append",
+        choices=DRILLS,
+        help="run only this drill (repeatable; default: all three, in this order)",
+    )
     args = parser.parse_args()
+    drills = args.drill or DRILLS
 
     database = os.environ.get("DRILL_DATABASE_URL", DEFAULT_DATABASE)
     ensure_database(database)
@@ -282,18 +296,18 @@ def main() -> None:
             wait(lambda: client.api("GET", "/v1/connection")[0] == 200, timeout=120)
             client.login(demo["owner_email"], demo["owner_password"])
             assert client.page("/api-keys/")[0] == 200, "could not sign in to the console"
-            time.sleep(5)  # worker and beat up
-            results = {
-                "worker_sigkill_settled_after_s": round(
-                    drill_worker_kill(service, client, page), 1
-                ),
-                "redis_outage_s": args.outage,
-                "redis_outage_settled_after_s": round(
-                    drill_redis_outage(redis, client, args.outage), 1
-                ),
-                "database_outage_s": args.database_outage,
-                **drill_database_outage(proxy, client, args.database_outage),
-            }
+            time.sleep(args.settle_seconds)  # worker and beat up
+            results: dict = {}
+            if "worker" in drills:
+                settled = drill_worker_kill(service, client, page)
+                results["worker_sigkill_settled_after_s"] = round(settled, 1)
+            if "redis" in drills:
+                settled = drill_redis_outage(redis, client, args.outage)
+                results["redis_outage_s"] = args.outage
+                results["redis_outage_settled_after_s"] = round(settled, 1)
+            if "database" in drills:
+                results["database_outage_s"] = args.database_outage
+                results.update(drill_database_outage(proxy, client, args.database_outage))
         finally:
             service.stop_all()
             redis.stop()

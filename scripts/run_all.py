@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from config.settings import VAR_DIR
 from config.worker_environment import worker_environment
 
 PORT = os.environ.get("PORT", "8000")
@@ -43,15 +44,11 @@ def worker_command(name: str, *, queue: str) -> list[str]:
     ]
 
 
-def main() -> int:
-    subprocess.run([PYTHON, "manage.py", "metrics_reset", "-v", "0"], check=True)
-    subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
-    print(
-        f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",
-        flush=True,
-    )
-    commands = {
-        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{PORT}", "--noreload"],
+def commands(*, port: str) -> dict[str, list[str]]:
+    """Web, the two workers and beat. Beat keeps its schedule in VAR_DIR, with the SQLite
+    database, the broker and the media of the embedded default."""
+    return {
+        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         "worker-interactive": worker_command("interactive", queue=INTERACTIVE_QUEUE),
         "worker-bulk": worker_command("bulk", queue=BULK_QUEUE),
         "beat": [
@@ -63,9 +60,19 @@ def main() -> int:
             "beat",
             "--loglevel=INFO",
             "--schedule",
-            os.path.join("var", "celerybeat-schedule"),
+            str(VAR_DIR / "celerybeat-schedule"),
         ],
     }
+
+
+def main() -> int:
+    subprocess.run([PYTHON, "manage.py", "metrics_reset", "-v", "0"], check=True)
+    subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
+    print(
+        f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",
+        flush=True,
+    )
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     processes = {
         name: subprocess.Popen(
             cmd,
@@ -73,7 +80,7 @@ def main() -> int:
             # The bulk worker yields the CPU to the web and the interactive worker.
             preexec_fn=(lambda: os.nice(BULK_NICENESS)) if name == "worker-bulk" else None,
         )
-        for name, cmd in commands.items()
+        for name, cmd in commands(port=PORT).items()
     }
 
     def stop(*_args) -> None:
