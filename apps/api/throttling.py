@@ -118,7 +118,7 @@ _GATED_HIT_SCRIPT = (
     _WINDOW_HIT_FUNCTION
     + """
 local record = redis.call('GET', KEYS[1])
-if not record then
+if not record or record == '-' then
     return {}
 end
 local hash_end = string.find(record, '\\n', 1, true)
@@ -137,6 +137,21 @@ return {payload, hit[1], hit[2], hit[3]}
 )
 
 
+# A tombstone in a key record's place (see `key_record_tombstone`): the gated script answers
+# "no record" for it, and a record write never replaces it.
+KEY_TOMBSTONE = b"-"
+
+# KEYS[1]: a key record. ARGV: the record, its seconds to live. Writes it unless the place holds
+# a tombstone; returns 1 when written.
+_PUT_UNLESS_TOMBSTONE_SCRIPT = """
+if redis.call('GET', KEYS[1]) == '-' then
+    return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+return 1
+"""
+
+
 class _RedisStore:
     # The key prefix `limits` used: windows counted before this module survive a deploy.
     PREFIX = "LIMITS:"
@@ -152,6 +167,7 @@ class _RedisStore:
         )
         self.script = self.client.register_script(_HIT_SCRIPT)
         self.gated_script = self.client.register_script(_GATED_HIT_SCRIPT)
+        self.put_script = self.client.register_script(_PUT_UNLESS_TOMBSTONE_SCRIPT)
 
     def hit(self, key: str, limit: int, window: int, now: float) -> tuple[bool, int, float]:
         counted, count, oldest = self.script(keys=[self.PREFIX + key], args=[now, limit, window])
@@ -290,16 +306,20 @@ def _redis_store() -> _RedisStore:
     return store
 
 
-def key_record_put(name: str, record: bytes, *, seconds: int) -> None:
+def key_record_put(name: str, record: bytes, *, seconds: int) -> bool:
+    """Write a record unless a tombstone holds its place; True when written."""
     try:
-        _redis_store().client.set(name, record, ex=seconds)
+        return bool(_redis_store().put_script(keys=[name], args=[record, seconds]))
     except (redis.RedisError, OSError) as exc:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
 
-def key_record_delete(name: str) -> None:
+def key_record_tombstone(name: str, *, seconds: int) -> None:
+    """Put a tombstone in the record's place for `seconds`: lookups find no record (the caller
+    reads its database) and no record write lands meanwhile, however late it comes. This is
+    what keeps a request that read a key just before its revocation from caching it again."""
     try:
-        _redis_store().client.delete(name)
+        _redis_store().client.set(name, KEY_TOMBSTONE, ex=seconds)
     except (redis.RedisError, OSError) as exc:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
