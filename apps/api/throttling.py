@@ -253,9 +253,10 @@ def _store_unavailable() -> None:
     logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
 
 
-def rate_window_hit(*, identifier: str) -> WindowState | None:
-    """Count one request of `identifier` against `API_RATE_LIMIT`; None if the store is down."""
-    rate = _rate(settings.API_RATE_LIMIT)
+def rate_window_hit(*, identifier: str, rate_text: str | None = None) -> WindowState | None:
+    """Count one request of `identifier` against `rate_text` (default `API_RATE_LIMIT`);
+    None if the store is down."""
+    rate = _rate(rate_text or settings.API_RATE_LIMIT)
     limit, window = rate.amount, rate.get_expiry()
     now = time.time()
     key = rate.key_for(_NAMESPACE, identifier)
