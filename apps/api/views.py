@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
 from apps.api.credentials import Credential
-from apps.common.errors import NotFound
+from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset, page_request, paginate
 from apps.common.listing import ListQuery, compiled_list
 from apps.common.shapes import Shape
@@ -42,6 +42,11 @@ class AgentViewSet(ViewSet):
         # nothing, and must not reach the database as a query.
         if any("\x00" in value for value in kwargs.values() if isinstance(value, str)):
             raise NotFound()
+        # A parameter given twice has no meaning here (none is a list): refuse it rather than
+        # silently take one of the values.
+        for name, values in request._request.GET.lists():
+            if len(values) > 1:
+                raise BadRequest(f"{name}: given {len(values)} times; send it once.")
         self.agent = self.resolve_agent(kwargs.get("agent_id"))
 
     def check_permissions(self, request) -> None:
@@ -87,6 +92,20 @@ class AgentViewSet(ViewSet):
         page = compiled_list(query.model, shape, keyset).page(query, wanted)
         query.check_empty_page(page.rows)
         return json_response(page.envelope(shape.from_row))
+
+
+def require_no_body_fields(request) -> None:
+    """For operations that take no body: none, or an empty JSON object. Anything else is 400,
+    as an unknown field is for every strict body."""
+    if not request._request.body.strip():
+        return
+    data = request.data
+    if not isinstance(data, dict):
+        raise BadRequest("This operation takes no body; send none, or {}.")
+    if data:
+        raise BadRequest(
+            f"This operation takes no body fields; unknown: {', '.join(sorted(map(str, data)))}."
+        )
 
 
 def json_response(data, *, status: int = 200) -> HttpResponse:
