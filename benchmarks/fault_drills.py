@@ -26,7 +26,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -48,56 +47,7 @@ from benchmarks.databases import ensure_database  # noqa: E402 - after the path 
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/agent_console_drill"
 
 from tests.redis_server import RedisServer, free_port  # noqa: E402
-
-
-class CuttableProxy:
-    """A TCP proxy; `cut()` closes every connection and refuses new ones until `restore()`."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.port = free_port()
-        self.open = threading.Event()
-        self.open.set()
-        self.sockets: list[socket.socket] = []
-        self.listener = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            client, _ = self.listener.accept()
-            if not self.open.is_set():
-                client.close()
-                continue
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            except OSError:
-                client.close()
-                continue
-            self.sockets += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                with contextlib.suppress(OSError):
-                    end.close()
-
-    def cut(self) -> None:
-        self.open.clear()
-        for sock in self.sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        self.sockets.clear()
-
-    def restore(self) -> None:
-        self.open.set()
+from tests.tcp_proxy import CuttableProxy  # noqa: E402
 
 
 class HeldPage:

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "apps.api.middleware.RequestIdMiddleware",
+    "apps.api.middleware.HttpEdgesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.api.middleware.ApiErrorMiddleware",
@@ -102,6 +103,9 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
         "DATABASE_CONNECT_TIMEOUT", 3, minimum=1
     )
+# A persistent connection is checked before a request reuses it: after a PostgreSQL restart
+# each web thread would otherwise answer one 503 from its dead connection.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

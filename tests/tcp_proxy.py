@@ -1,0 +1,63 @@
+"""A TCP proxy that can be cut, for drills on PostgreSQL (or any TCP service) without touching
+the machine's own server: `cut()` drops every connection through it at once, as a restart of
+the server does, and refuses new ones until `restore()`. Used by the tests and by
+benchmarks/fault_drills.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+from tests.redis_server import free_port
+
+
+class CuttableProxy:
+    """A TCP proxy; `cut()` closes every connection and refuses new ones until `restore()`."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self.open = threading.Event()
+        self.open.set()
+        self.sockets: list[socket.socket] = []
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            client, _ = self.listener.accept()
+            if not self.open.is_set():
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.close()
+
+    def cut(self) -> None:
+        self.open.clear()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self.sockets.clear()
+
+    def restore(self) -> None:
+        self.open.set()
