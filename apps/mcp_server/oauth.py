@@ -12,6 +12,7 @@ import re
 import secrets
 from urllib.parse import urlsplit
 
+from django.db import transaction
 from oauth2_provider.models import RefreshToken
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import BaseScopes
@@ -183,7 +184,21 @@ class AgentGrantValidator(OAuth2Validator):
     # 2.1 4.1.3): whoever replays it may have stolen it, and the first exchange may be theirs.
 
     def save_bearer_token(self, token, request, *args, **kwargs):
-        super().save_bearer_token(token, request, *args, **kwargs)
+        spent = getattr(request, "refresh_token_instance", None)
+        with transaction.atomic():
+            if spent is not None and not (
+                RefreshToken.objects.select_for_update()
+                .filter(pk=spent.pk, revoked__isnull=True)
+                .exists()
+            ):
+                # Concurrent refreshes with one token: the first rotated it while this one
+                # waited for the lock. The toolkit would answer the first one's tokens, which
+                # are stored hashed and cannot be answered again (it was a 500).
+                raise errors.InvalidGrantError(
+                    description="This refresh token was just used; use the new one.",
+                    request=request,
+                )
+            super().save_bearer_token(token, request, *args, **kwargs)
         request.issued_refresh_token = token.get("refresh_token")
 
     def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
