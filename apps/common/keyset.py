@@ -10,7 +10,7 @@ apps.api.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core import signing
@@ -130,7 +130,7 @@ def _cursor_value(keyset: Keyset, payload: dict) -> Any:
         value = datetime.fromisoformat(_cursor_text(payload["t"]))
         if value.tzinfo is None:
             raise ValueError("a cursor's time has a zone")
-        return value
+        return value.astimezone(UTC)  # OverflowError at the calendar's ends
     if set(payload) != {"v", "i"}:
         raise ValueError("not a value cursor")
     value = payload["v"]
