@@ -315,6 +315,13 @@ def key_record_put(name: str, record: bytes, *, seconds: int) -> bool:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
 
+def key_record_delete(name: str) -> None:
+    try:
+        _redis_store().client.delete(name)
+    except (redis.RedisError, OSError) as exc:
+        raise KeyStoreUnavailable(repr(exc)) from exc
+
+
 def key_record_tombstone(name: str, *, seconds: int) -> None:
     """Put a tombstone in the record's place for `seconds`: lookups find no record (the caller
     reads its database) and no record write lands meanwhile, however late it comes. This is

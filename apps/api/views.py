@@ -97,8 +97,11 @@ class AgentViewSet(ViewSet):
 def require_no_body_fields(request) -> None:
     """For operations that take no body: none, or an empty JSON object. Anything else is 400,
     as an unknown field is for every strict body."""
-    if not request._request.body.strip():
+    raw = request._request
+    if not raw.body.strip():
         return
+    if raw.content_type == "multipart/form-data" and not raw.POST and not raw.FILES:
+        return  # an empty form: what some clients send for "no body"
     data = request.data
     if not isinstance(data, dict):
         raise BadRequest("This operation takes no body; send none, or {}.")

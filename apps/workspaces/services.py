@@ -19,6 +19,7 @@ from apps.api.throttling import (
     CountedRequest,
     KeyStoreUnavailable,
     key_record,
+    key_record_delete,
     key_record_hit,
     key_record_put,
     key_record_tombstone,
@@ -234,6 +235,7 @@ def agent_archive(*, workspace_id: str, agent_id: str, acting_key: ApiKey | None
         agent.updated_at = now
         # save() (not update()) so the post_save hook drops the Agent's keys from the cache.
         agent.save(update_fields=["status", "archived_at", "updated_at"])
+        _bury_agent_keys(agent)
     return agent
 
 
@@ -494,14 +496,32 @@ def _bury_cached_key(lookup_id: str, *, seconds: int) -> None:
 
 
 def _forget_cached_key(lookup_id: str) -> None:
-    """Best effort, for changes that are not refused when Redis fails (saves and deletes of
-    keys and Agents through the signals below): a tombstone as long as a cache entry lives."""
+    """Best effort, now and after commit, for changes that are not refused when Redis fails
+    (saves and deletes of keys and Agents through the signals below). A delete, not a
+    tombstone: an Agent's configuration change must not keep its keys out of the cache."""
     if not key_records_enabled():
         return
-    try:
-        _bury_cached_key(lookup_id, seconds=KEY_CACHE_SECONDS)
-    except KeyStoreUnavailable:
-        logger.error("could not drop a cached API key", exc_info=True)
+
+    def forget() -> None:
+        try:
+            key_record_delete(_key_cache_name(lookup_id))
+        except KeyStoreUnavailable:
+            logger.error("could not drop a cached API key", exc_info=True)
+
+    forget()
+    transaction.on_commit(forget)
+
+
+def _bury_agent_keys(agent: Agent) -> None:
+    """Archiving stops an Agent's keys like a revocation: tombstones (for as long as a cache
+    entry lives), so a request in flight cannot cache a key with its Agent still active."""
+    if not key_records_enabled():
+        return
+    for lookup_id in ApiKey.objects.filter(agent_id=agent.pk).values_list("lookup_id", flat=True):
+        try:
+            _bury_cached_key(lookup_id, seconds=KEY_CACHE_SECONDS)
+        except KeyStoreUnavailable:
+            logger.error("could not tombstone a cached API key", exc_info=True)
 
 
 def api_key_cache_forget(sender, instance: ApiKey, created: bool = False, **kwargs) -> None:

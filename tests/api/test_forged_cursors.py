@@ -143,15 +143,12 @@ def test_forged_cursors_on_every_list_are_bad_request(make_api, agent, settings)
         own = [
             keyset
             for keyset in keysets
-            if client.get(path, {"after": _well_formed(keyset)}, headers=headers).status_code
-            == 200
+            if client.get(path, {"after": _well_formed(keyset)}, headers=headers).status_code == 200
         ]
         assert own, f"no keyset's cursor is accepted by {path}"
         for keyset in own:
             for payload in FORGED_PAYLOADS:
-                answer = client.get(
-                    path, {"after": _forged(keyset.name, payload)}, headers=headers
-                )
+                answer = client.get(path, {"after": _forged(keyset.name, payload)}, headers=headers)
                 assert answer.status_code in (200, 400), (path, payload, answer.content)
                 if answer.status_code == 400:
                     assert answer.json()["name"] == "bad_request"

@@ -316,8 +316,8 @@ def test_a_private_use_scheme_client_completes_the_flow(owner, agent):
     browser = Client()
     browser.force_login(owner)
     query = authorize_query(client_id, challenge, "runs:read").replace(
-        "http%3A%2F%2Flocalhost%3A53682%2Fcallback", "cursor%3A%2F%2Fanysphere.cursor-retrieval"
-        "%2Foauth%2Fcallback"
+        "http%3A%2F%2Flocalhost%3A53682%2Fcallback",
+        "cursor%3A%2F%2Fanysphere.cursor-retrieval%2Foauth%2Fcallback",
     )
     fields = consent_form(browser, query)
     answer = browser.post(
