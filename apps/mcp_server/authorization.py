@@ -19,7 +19,7 @@ from oauth2_provider.views import dynamic_client_registration as dcr
 from apps.api.parsing import check_depth
 from apps.api.throttling import rate_window_hit
 from apps.common.errors import BadRequest
-from apps.mcp_server.oauth import client_metadata_problem
+from apps.mcp_server.oauth import GRANT_TYPES, client_metadata_problem
 
 # A registration body is a few hundred bytes; anything near this is not a client's metadata.
 MAX_REGISTRATION_BYTES = 64 * 1024
@@ -113,11 +113,69 @@ class ClientManagementView(oauth_views.DynamicClientRegistrationManagementView):
         return super().put(request, *args, **kwargs)
 
 
+# The longest value each OAuth parameter may have (the toolkit's columns, or far past any real
+# value); past it, or with a NUL (which PostgreSQL text cannot hold), a request is refused before
+# it reaches the toolkit, whose queries would fail with a database error (a 500).
+_PARAMETER_MAX_LENGTH = {
+    "client_id": 100,
+    "code_challenge": 128,
+    "code_challenge_method": 10,
+    "code_verifier": 128,
+    "nonce": 255,
+    "response_type": 64,
+    "grant_type": 128,
+    "token_type_hint": 64,
+}
+_DEFAULT_MAX_LENGTH = 2048
+
+
+def oauth_parameter_problem(request: HttpRequest) -> str | None:
+    """What is wrong with the request's query or form parameters, or None."""
+    sources = [request.GET]
+    if request.method == "POST" and request.content_type in (
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ):
+        sources.append(request.POST)
+    for source in sources:
+        for name, values in source.lists():
+            limit = _PARAMETER_MAX_LENGTH.get(name, _DEFAULT_MAX_LENGTH)
+            for value in values:
+                if "\x00" in value or "\x00" in name:
+                    return f"{name[:40]}: a parameter may not hold a NUL character."
+                if len(value) > limit:
+                    return f"{name[:40]}: longer than {limit} characters."
+    return None
+
+
+def _invalid_request(description: str) -> JsonResponse:
+    return _error("invalid_request", description)
+
+
 class RateLimitedTokenView(oauth_views.TokenView):
-    """POST /oauth/token/, limited per client address."""
+    """POST /oauth/token/, limited per client address; parameters checked first, and only the
+    two grants this server offers reach the toolkit (RFC 6749 5.2 `unsupported_grant_type`)."""
 
     def post(self, request, *args, **kwargs):
         refused = _rate_limited(request, what="token", rate_text=settings.OAUTH_TOKEN_RATE_LIMIT)
         if refused is not None:
             return refused
+        problem = oauth_parameter_problem(request)
+        if problem:
+            return _invalid_request(problem)
+        if request.POST.get("grant_type") not in GRANT_TYPES:
+            return _error(
+                "unsupported_grant_type",
+                "This server offers the authorization_code and refresh_token grants only.",
+            )
+        return super().post(request, *args, **kwargs)
+
+
+class CheckedRevokeTokenView(oauth_views.RevokeTokenView):
+    """POST /oauth/revoke_token/ (RFC 7009), parameters checked first."""
+
+    def post(self, request, *args, **kwargs):
+        problem = oauth_parameter_problem(request)
+        if problem:
+            return _invalid_request(problem)
         return super().post(request, *args, **kwargs)

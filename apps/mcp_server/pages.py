@@ -18,6 +18,7 @@ from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from apps.common.errors import ServiceError
 from apps.common.security import content_security_policy
+from apps.mcp_server.authorization import oauth_parameter_problem
 from apps.mcp_server.forms import ConsentForm
 from apps.mcp_server.oauth import (
     AGENT_SCOPE_PREFIX,
@@ -53,6 +54,16 @@ class ConsentView(AuthorizationView):
     def agents(self) -> list[Agent]:
         """The Agents the member may connect: the active ones of their workspaces."""
         return list(agent_list_for_user(user=self.request.user))
+
+    def dispatch(self, request, *args, **kwargs):
+        # A NUL or an absurd length in a parameter (or a tampered hidden field) would reach the
+        # toolkit's queries and fail in the database.
+        problem = oauth_parameter_problem(request)
+        if problem:
+            return HttpResponse(
+                f"invalid_request: {problem}", status=400, content_type="text/plain"
+            )
+        return super().dispatch(request, *args, **kwargs)
 
     def get(self, request, *args, **kwargs):
         # Refused before the page is shown: an `agent:` scope (the member picks the Agent here)

@@ -10,6 +10,7 @@ from oauth2_provider import views as oauth_views
 
 from apps.mcp_server import pages
 from apps.mcp_server.authorization import (
+    CheckedRevokeTokenView,
     ClientManagementView,
     ClientRegistrationView,
     RateLimitedTokenView,
@@ -52,7 +53,7 @@ oauth_urlpatterns = [
     ),
     path("oauth/authorize/", pages.ConsentView.as_view(), name="authorize"),
     path("oauth/token/", RateLimitedTokenView.as_view(), name="token"),
-    path("oauth/revoke_token/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/revoke_token/", CheckedRevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/register/", ClientRegistrationView.as_view(), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",
