@@ -93,11 +93,11 @@ class ConsentView(AuthorizationView):
         application = (
             get_application_model().objects.filter(client_id=credentials["client_id"]).first()
         )
-        error = OAuthToolkitError(
+        refusal = OAuthToolkitError(
             error=error_class(description=description, state=credentials.get("state")),
             redirect_uri=credentials["redirect_uri"],
         )
-        return self.error_response(error, application)
+        return self.error_response(refusal, application)
 
     def redirect(self, redirect_to, application):
         """Every redirect to the client, errors included, carries `iss` (RFC 9207; the toolkit

@@ -72,7 +72,7 @@ async def _call(
 
 
 # Every tool only reads the Agent's data, inside this service (MCP tool annotations).
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
 def _page(limit: int, after: str | None) -> dict[str, Any]:
