@@ -18,7 +18,7 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import BaseScopes
 from oauthlib.oauth2.rfc6749 import errors
 
-from apps.workspaces.scopes import ALL_SCOPES
+from apps.api.scopes import ALL_SCOPES
 
 AGENT_SCOPE_PREFIX = "agent:"
 ACCESS_TOKEN_PREFIX = "oat_"

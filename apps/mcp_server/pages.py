@@ -16,6 +16,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
 from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
+from apps.api.scopes import OWNER_SCOPES
 from apps.common.errors import ServiceError
 from apps.common.security import content_security_policy
 from apps.mcp_server.authorization import oauth_parameter_problem
@@ -38,7 +39,6 @@ from apps.mcp_server.services import (
 )
 from apps.workspaces.console import ConsoleRequest, console_view
 from apps.workspaces.models import Agent
-from apps.workspaces.scopes import OWNER_SCOPES
 from apps.workspaces.selectors import agent_list_for_user, owned_workspace_ids
 
 

@@ -3,8 +3,8 @@ from datetime import UTC, datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
+from apps.api.scopes import ALL_SCOPES, CONTRACT_SCOPES
 from apps.workspaces.models import Agent, Effort
-from apps.workspaces.scopes import ALL_SCOPES, CONTRACT_SCOPES
 
 # The furthest expiry date the console accepts; past it, choose Never.
 MAX_EXPIRY_DAYS = 36500

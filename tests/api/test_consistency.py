@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from apps.api.scopes import ALL_SCOPES
 from apps.workspaces.models import Agent, AgentRevision, ApiKey
-from apps.workspaces.scopes import ALL_SCOPES
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,9 @@ from django.core import signing
 from django.test import Client
 
 from apps.activity.selectors import conversation_list_sorted, run_list_sorted
+from apps.api.scopes import ALL_SCOPES
 from apps.common.errors import BadRequest
 from apps.common.keyset import Keyset, cursor_decode, cursor_encode
-from apps.workspaces.scopes import ALL_SCOPES
 from tests.activity.factories import conversation_factory, message_factory
 from tests.api.test_scope_and_tenancy_matrix import OPERATIONS
 
