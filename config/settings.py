@@ -60,6 +60,7 @@ MIDDLEWARE = [
     # and rate limits; every other request is counted and timed.
     "apps.operations.middleware.OperationsMiddleware",
     "apps.api.middleware.RequestIdMiddleware",
+    "apps.api.middleware.HttpEdgesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.api.middleware.ApiErrorMiddleware",
@@ -111,6 +112,9 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
         "DATABASE_CONNECT_TIMEOUT", 3, minimum=1
     )
+# A persistent connection is checked before a request reuses it: after a PostgreSQL restart
+# each web thread would otherwise answer one 503 from its dead connection.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -242,6 +246,12 @@ NETGUARD_ALLOW_LOOPBACK = env_bool("NETGUARD_ALLOW_LOOPBACK_FOR_TESTS", False)
 MCP_ACCESS_TOKEN_SECONDS = env_int("MCP_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
 # The resource-bound API token the MCP server mints from an access token for its /v1 calls.
 MCP_RESOURCE_TOKEN_SECONDS = env_int("MCP_RESOURCE_TOKEN_SECONDS", 300, minimum=30)
+# Browser-based MCP clients send an Origin: /mcp serves its own origin and these (exact
+# "scheme://host[:port]" values); any other Origin is 403 (DNS rebinding, MCP transport spec).
+MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", [])
+# Per client address: dynamic registrations, and requests to the token endpoint.
+OAUTH_REGISTRATION_RATE_LIMIT = env_str("OAUTH_REGISTRATION_RATE_LIMIT", "20/hour")
+OAUTH_TOKEN_RATE_LIMIT = env_str("OAUTH_TOKEN_RATE_LIMIT", "60/minute")
 # Named here because our models point at the toolkit's (migrations resolve the names).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
@@ -263,6 +273,12 @@ OAUTH2_PROVIDER = {
     # authorization specification ask; tokens are stored hashed (RFC 9700).
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    # Public clients (PKCE, no secret) register with "none", as MCP clients do.
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_basic",
+        "client_secret_post",
+    ],
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,

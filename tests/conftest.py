@@ -179,6 +179,10 @@ def _celery_queue_per_test_process(worker_id):
 def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     """No test writes uploaded files into the project's var/ folder."""
     settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")
+    # The OAuth endpoints count per client address, and every test client is 127.0.0.1 in one
+    # shared Redis: the tests of those limits set their own rate and address.
+    settings.OAUTH_REGISTRATION_RATE_LIMIT = "100000/minute"
+    settings.OAUTH_TOKEN_RATE_LIMIT = "100000/minute"
 
 
 def pytest_configure(config):
