@@ -319,8 +319,11 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
 @require_GET
 @console_view
 def user_suggest(request: ConsoleRequest) -> HttpResponse:
-    """Suggestions for the user filter box: a datalist of ids labelled with names."""
+    """Suggestions for the user filter box: a datalist of ids labelled with names. Opened as
+    a page (an address copied or reloaded), it is the Users list searched for the text."""
     text = request.GET.get("user_id", "").strip()[:200]
+    if not request.htmx:
+        return redirect(f"{reverse('activity:user_list')}?{urlencode({'q': text})}")
     _user, candidates = selectors.user_pick(agent=request.agent, text=text) if text else (None, [])
     return render(request, "activity/_user_choices.html", {"candidates": candidates})
 
