@@ -19,7 +19,7 @@ from django.urls import NoReverseMatch, reverse
 
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Page, PageRequest
-from apps.workspaces.models import Agent, Membership, Workspace
+from apps.workspaces.models import Agent, ConsolePreference, Membership, Workspace
 from apps.workspaces.selectors import agent_list_for_user, membership_get
 
 if TYPE_CHECKING:
@@ -70,12 +70,27 @@ def navigation(*, is_owner: bool = True) -> list[dict]:
     return items
 
 
+def console_agent_remembered(*, user) -> str | None:
+    """The id of the Agent `user` last chose in the console, if any (it may since have been
+    archived or left: the caller checks it against the Agents the user may open)."""
+    return (
+        ConsolePreference.objects.filter(user=user).values_list("last_agent_id", flat=True).first()
+    )
+
+
+def console_agent_remember(*, user, agent: Agent) -> None:
+    """Remember `agent` as the one `user` works with, for their next sign-in."""
+    ConsolePreference.objects.update_or_create(user=user, defaults={"last_agent": agent})
+
+
 def _attach_agent(request: ConsoleRequest) -> bool:
     agents = list(agent_list_for_user(user=request.user))
     request.console_agents = agents
     if not agents:
         return False
     wanted = request.session.get(SESSION_AGENT_KEY)
+    if wanted is None:  # a new session: the Agent chosen last time, not the first by name
+        wanted = console_agent_remembered(user=request.user)
     agent = next((a for a in agents if a.pk == wanted), agents[0])
     request.session[SESSION_AGENT_KEY] = agent.pk
     request.agent = agent

@@ -8,7 +8,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.common.errors import InsufficientScope, ServiceError
-from apps.workspaces.console import SESSION_AGENT_KEY, ConsoleRequest, console_view
+from apps.workspaces.console import (
+    SESSION_AGENT_KEY,
+    ConsoleRequest,
+    console_agent_remember,
+    console_view,
+)
 from apps.workspaces.forms import ApiKeyCreateForm
 from apps.workspaces.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.workspaces.selectors import agent_list_for_user, api_key_list
@@ -26,8 +31,10 @@ class LoginView(auth_views.LoginView):
 @console_view
 def agent_switch(request: ConsoleRequest) -> HttpResponse:
     agent_id = request.POST.get("agent_id", "")
-    if agent_list_for_user(user=request.user).filter(pk=agent_id).exists():
-        request.session[SESSION_AGENT_KEY] = agent_id
+    agent = agent_list_for_user(user=request.user).filter(pk=agent_id).first()
+    if agent is not None:
+        request.session[SESSION_AGENT_KEY] = agent.pk
+        console_agent_remember(user=request.user, agent=agent)
     next_url = request.POST.get("next") or reverse("home")
     if not next_url.startswith("/") or next_url.startswith("//"):
         next_url = "/"

@@ -11,10 +11,37 @@ document.addEventListener("click", (event) => {
   });
 });
 
-// Selects that submit their form when changed (the Agent switcher), without inline handlers.
+// The Agent switcher switches on an explicit choice: a pick with the mouse (or from the opened
+// list), or Enter. Arrow keys on the closed select change its value and fire "change" at every
+// press; those only move the choice and show the Switch button.
+const SWITCHER = "select[data-submit-on-change]";
+const MOVE_KEYS = /^(Arrow|Page|Home$|End$)|^.$/;
+
+document.addEventListener("keydown", (event) => {
+  const select = event.target.closest && event.target.closest(SWITCHER);
+  if (!select) return;
+  if (event.key === "Enter") {
+    event.preventDefault();
+    if (select.value !== select.dataset.current) select.form.requestSubmit();
+  } else if (MOVE_KEYS.test(event.key)) {
+    select.dataset.keyboard = "1";
+  }
+});
+
+document.addEventListener("pointerdown", (event) => {
+  const select = event.target.closest && event.target.closest(SWITCHER);
+  if (select) delete select.dataset.keyboard;
+});
+
 document.addEventListener("change", (event) => {
-  const select = event.target.closest("select[data-submit-on-change]");
-  if (select && select.form) select.form.submit();
+  const select = event.target.closest(SWITCHER);
+  if (!select || !select.form) return;
+  const button = select.form.querySelector(".switch-button");
+  if (select.dataset.keyboard) {
+    if (button) button.hidden = select.value === select.dataset.current;
+    return;
+  }
+  select.form.requestSubmit();
 });
 
 // Narrow screens: the menu button shows and hides the navigation.
