@@ -54,6 +54,17 @@ document.addEventListener("click", (event) => {
   button.setAttribute("aria-expanded", String(open));
 });
 
+// Escape closes the open phone menu and gives the focus back to its button.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape") return;
+  const sidebar = document.getElementById("sidebar");
+  const button = document.getElementById("menu-button");
+  if (!sidebar || !button || !sidebar.classList.contains("open")) return;
+  sidebar.classList.remove("open");
+  button.setAttribute("aria-expanded", "false");
+  button.focus();
+});
+
 // Forms that ask before a destructive post when htmx is not there to do it (hx-confirm).
 document.addEventListener("submit", (event) => {
   const form = event.target;
