@@ -48,3 +48,8 @@ def document_content(*, agent: Agent, document_id: str) -> KnowledgeContentVersi
 
 def version_chunk_count(*, version: KnowledgeContentVersion) -> int:
     return version.chunks.count()
+
+
+def document_list_by_ids(*, agent, document_ids: list[str]):
+    """The Agent's documents among `document_ids` (a bulk action's ticked rows), by name."""
+    return KnowledgeDocument.objects.filter(agent=agent, pk__in=document_ids).order_by("name", "id")

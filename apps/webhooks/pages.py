@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -20,7 +21,14 @@ from apps.webhooks import selectors, services
 from apps.webhooks.forms import WebhookConfigForm
 from apps.webhooks.models import EVENT_TYPES, RUN_EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
-from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
+from apps.workspaces.console import (
+    ConsoleRequest,
+    bulk_confirm,
+    bulk_ids,
+    console_view,
+    keyset_page,
+    render_page,
+)
 
 PAGE_SIZE = 25
 TEMPLATE = "webhooks/webhook_detail.html"
@@ -52,6 +60,7 @@ def _deliveries(request: ConsoleRequest) -> dict:
         "status_filter": status or "",
         "event_filter": event_type or "",
         "statuses": DeliveryStatus.values,
+        "bulk_actions": [("retry", "Retry", False)],
         "event_types": EVENT_TYPES,
     }
 
@@ -287,3 +296,56 @@ def delivery_export(request: ConsoleRequest) -> HttpResponseBase:
         filename=f"webhook-deliveries-{request.agent.pk}",
         fmt=fmt,
     )
+
+
+@require_POST
+@console_view(owner_required=True)
+def delivery_bulk_retry(request: ConsoleRequest) -> HttpResponse:
+    """Retry the ticked deliveries: a page says how many will be sent again, then
+    (confirm=1) they become due now and the dispatcher sends them."""
+    try:
+        ids = bulk_ids(request)
+        if not ids:
+            raise BadRequest("Tick the deliveries to retry first.")
+    except BadRequest as exc:
+        messages.error(request, exc.message)
+        return redirect("webhooks:webhook_detail")
+    if request.POST.get("confirm") != "1":
+        retryable = list(
+            selectors.delivery_list(agent=request.agent)
+            .filter(pk__in=ids, status__in=services.RETRYABLE)
+            .order_by("-created_at", "-id")
+        )
+        if not retryable:
+            messages.error(request, "None of those deliveries can be retried: sent or in flight.")
+            return redirect("webhooks:webhook_detail")
+        count = len(retryable)
+        noun = "delivery" if count == 1 else "deliveries"
+        left = len(ids) - count
+        return bulk_confirm(
+            request,
+            section="webhooks",
+            action_url=reverse("webhooks:delivery_bulk_retry"),
+            cancel_url=reverse("webhooks:webhook_detail"),
+            action="retry",
+            question=f"Retry {count} {noun}?",
+            consequence="They are sent again now by the dispatcher, each once."
+            + (
+                f" {left} of those ticked already arrived or are in flight and stay as they are."
+                if left
+                else ""
+            ),
+            names=[f"{d.event_type} · {d.pk} ({d.get_status_display()})" for d in retryable],
+            ids=[d.pk for d in retryable],
+            confirm_label=f"Retry {count} {noun}",
+        )
+    try:
+        count = services.deliveries_retry(agent=request.agent, delivery_ids=ids)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"{count} {'delivery is' if count == 1 else 'deliveries are'} being sent again.",
+        )
+    return redirect("webhooks:webhook_detail")

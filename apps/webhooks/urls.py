@@ -11,6 +11,7 @@ urlpatterns = [
     path("pause/", pages.webhook_pause, name="webhook_pause"),
     path("secret/", pages.webhook_secret, name="webhook_secret"),
     path("test/", pages.webhook_test, name="webhook_test"),
+    path("deliveries/retry/", pages.delivery_bulk_retry, name="delivery_bulk_retry"),
     path("deliveries/recover/", pages.delivery_recover, name="delivery_recover"),
     path("deliveries/export/", pages.delivery_export, name="delivery_export"),
     path("deliveries/<str:delivery_id>/", pages.delivery_detail, name="delivery_detail"),

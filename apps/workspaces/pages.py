@@ -7,10 +7,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from apps.common.errors import InsufficientScope, ServiceError
+from apps.common.errors import BadRequest, InsufficientScope, ServiceError
 from apps.workspaces.console import (
     SESSION_AGENT_KEY,
     ConsoleRequest,
+    bulk_apply,
+    bulk_confirm,
+    bulk_ids,
     console_agent_remember,
     console_view,
 )
@@ -54,6 +57,7 @@ def _api_key_page(
             "scope_descriptions": ALL_SCOPES,
             "owner_scopes": OWNER_SCOPES,
             "new_key": request.session.pop(NEW_KEY_SESSION_KEY, None),
+            "bulk_actions": [("revoke", "Revoke", True)],
         },
         status=status,
     )
@@ -105,4 +109,44 @@ def api_key_revoke_page(request: ConsoleRequest, key_id: str) -> HttpResponse:
             "workspaces/api_key_list.html#api-key-row",
             {"key": key, "is_owner": request.is_owner},
         )
+    return redirect("workspaces:api_key_list")
+
+
+@require_POST
+@console_view
+def api_key_bulk_revoke(request: ConsoleRequest) -> HttpResponse:
+    """Revoke the ticked keys: a page says how many and what stops working, then (confirm=1)
+    each is revoked through `api_key_revoke`, which holds who may revoke what."""
+    try:
+        ids = bulk_ids(request)
+        if not ids:
+            raise BadRequest("Tick the keys to revoke first.")
+    except BadRequest as exc:
+        messages.error(request, exc.message)
+        return redirect("workspaces:api_key_list")
+    if request.POST.get("confirm") != "1":
+        keys = list(api_key_list(agent=request.agent).filter(pk__in=ids, revoked_at__isnull=True))
+        if not keys:
+            messages.error(request, "None of those keys can be revoked: already revoked or gone.")
+            return redirect("workspaces:api_key_list")
+        count = len(keys)
+        noun = "key" if count == 1 else "keys"
+        return bulk_confirm(
+            request,
+            section="api_keys",
+            action_url=reverse("workspaces:api_key_bulk_revoke"),
+            cancel_url=reverse("workspaces:api_key_list"),
+            action="revoke",
+            question=f"Revoke {count} {noun}?",
+            consequence="Integrations using them stop working immediately. This cannot be undone.",
+            names=[f"{key.name} ({key.prefix}…)" for key in keys],
+            ids=[key.pk for key in keys],
+            confirm_label=f"Revoke {count} {noun}",
+            danger=True,
+        )
+    outcome = bulk_apply(
+        ids,
+        lambda pk: api_key_revoke(agent=request.agent, key_id=pk, by_user=request.user),
+    )
+    messages.success(request, outcome.summary(verb="Revoked", noun="key", plural="keys"))
     return redirect("workspaces:api_key_list")

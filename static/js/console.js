@@ -73,3 +73,17 @@ document.addEventListener("submit", (event) => {
   if (window.htmx && form.hasAttribute("hx-confirm")) return; // htmx asks instead
   if (!window.confirm(message)) event.preventDefault();
 });
+
+// Bulk selection: a header box ticks every row box of its list; the bar counts the ticked rows.
+// Row boxes name their bulk form with form="..." (each row has forms of its own).
+document.addEventListener("change", (event) => {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || box.type !== "checkbox") return;
+  const formId = box.dataset.selectAll || (box.name === "ids" && box.getAttribute("form"));
+  if (!formId) return;
+  const rows = document.querySelectorAll(`input[name="ids"][form="${formId}"]`);
+  if (box.dataset.selectAll) rows.forEach((row) => { row.checked = box.checked; });
+  const ticked = Array.from(rows).filter((row) => row.checked).length;
+  const count = document.querySelector(`#${formId} [data-bulk-count]`);
+  if (count) count.textContent = ticked ? `${ticked} selected` : "None selected";
+});

@@ -35,7 +35,12 @@ def filled(agent, owner, sibling_agent):
     )
     for status, tools, failed, error in (
         ("completed", ["search_knowledge", "lookup_order"], [], None),
-        ("failed", ["create_ticket", "search_knowledge", "web_search"], ["web_search"], "tool_error"),
+        (
+            "failed",
+            ["create_ticket", "search_knowledge", "web_search"],
+            ["web_search"],
+            "tool_error",
+        ),
         ("streaming", [], [], None),
     ):
         run_factory(
@@ -50,7 +55,9 @@ def filled(agent, owner, sibling_agent):
             total_tokens=1234567,
             credits_charged=12345.678,
         )
-    make_file_document(agent, b"# Opening hours\n\nNine to five.", "opening-hours-and-holiday-schedule.md")
+    make_file_document(
+        agent, b"# Opening hours\n\nNine to five.", "opening-hours-and-holiday-schedule.md"
+    )
     failed_doc = make_file_document(agent, b"%PDF-1.4 broken", "scanned-contract-2024-final-v3.pdf")
     assert failed_doc.status == "failed"
     KnowledgeDocument.objects.filter(pk=failed_doc.pk).update(

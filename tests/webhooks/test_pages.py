@@ -414,3 +414,40 @@ def test_members_cannot_recover_or_disable(member, agent):
     client.force_login(member)
     assert client.post("/webhooks/enable/", {"enabled": "0"}).status_code == 403
     assert client.get("/webhooks/deliveries/recover/?since=2026-01-01T00:00").status_code == 403
+
+
+def test_bulk_retry_asks_with_the_count_of_retryable_ones_then_requeues(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    failed = delivery_factory(webhook=webhook, status="failed", next_attempt_at=None)
+    later = delivery_factory(
+        webhook=webhook, status="pending", next_attempt_at=timezone.now() + timedelta(hours=5)
+    )
+    arrived = delivery_factory(webhook=webhook, status="succeeded", next_attempt_at=None)
+    ids = [failed.pk, later.pk, arrived.pk]
+
+    asked = owner_client.post("/webhooks/deliveries/retry/", {"ids": ids}).content.decode()
+    assert "Retry 2 deliveries?" in asked
+    assert "1 of those ticked already arrived or are in flight" in asked
+    assert arrived.pk not in asked.split('id="bulk-confirm"')[0].split("<ul")[1]
+
+    done = owner_client.post(
+        "/webhooks/deliveries/retry/", {"ids": ids, "confirm": "1"}, follow=True
+    )
+    assert "2 deliveries are being sent again." in done.content.decode()
+    statuses = dict(WebhookDelivery.objects.values_list("pk", "status"))
+    assert (statuses[failed.pk], statuses[later.pk], statuses[arrived.pk]) == (
+        "pending",
+        "pending",
+        "succeeded",
+    )
+    later.refresh_from_db()
+    assert later.next_attempt_at <= timezone.now()  # due now, not in five hours
+
+
+def test_a_succeeded_delivery_has_no_bulk_box(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    arrived = delivery_factory(webhook=webhook, status="succeeded", next_attempt_at=None)
+    failed = delivery_factory(webhook=webhook, status="failed", next_attempt_at=None)
+    html = owner_client.get("/webhooks/").content.decode()
+    assert f'value="{failed.pk}" form="bulk-deliveries"' in html
+    assert f'value="{arrived.pk}" form="bulk-deliveries"' not in html

@@ -23,7 +23,9 @@ from apps.webhooks.services.dispatch import (
     retry_schedule,
 )
 from apps.webhooks.services.manual import (
+    RETRYABLE,
     deliveries_recover,
+    deliveries_retry,
     delivery_retry,
     delivery_send_test,
 )
@@ -35,7 +37,9 @@ from apps.webhooks.services.outbox import (
 )
 
 __all__ = [
+    "RETRYABLE",
     "deliveries_recover",
+    "deliveries_retry",
     "deliveries_dispatch_due",
     "deliveries_hold_inactive",
     "deliveries_reclaim_expired",

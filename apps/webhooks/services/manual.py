@@ -63,11 +63,17 @@ def deliveries_recover(*, agent, since: datetime, now: datetime | None = None) -
     webhook = webhook_get(agent=agent)
     if webhook is None or not webhook.url:
         raise Conflict("The webhook has no URL to send to; set one first.")
+    return _requeue(delivery_recoverable(agent=agent, since=since), webhook=webhook, now=now)
+
+
+def _requeue(deliveries, *, webhook, now: datetime) -> int:
+    """Make `deliveries` due now (held as `paused` while the webhook is inactive); the
+    dispatcher sends them. Returns how many."""
     active = webhook.is_active
     with transaction.atomic():
         # Filtered on status again by the UPDATE itself: a row a dispatcher moved meanwhile
         # is left alone.
-        count = delivery_recoverable(agent=agent, since=since).update(
+        count = deliveries.update(
             status=DeliveryStatus.PENDING if active else DeliveryStatus.PAUSED,
             next_attempt_at=now if active else None,
             updated_at=now,
@@ -75,6 +81,23 @@ def deliveries_recover(*, agent, since: datetime, now: datetime | None = None) -
         if count and active:
             transaction.on_commit(_enqueue_dispatch, robust=True)
     return count
+
+
+# The statuses a bulk retry sends again: not `sending` (in flight) nor `succeeded` (arrived).
+RETRYABLE = (DeliveryStatus.PENDING, DeliveryStatus.FAILED, DeliveryStatus.PAUSED)
+
+
+def deliveries_retry(*, agent, delivery_ids: list[str], now: datetime | None = None) -> int:
+    """Retry several deliveries (the console's bulk Retry): those of `delivery_ids` that are
+    pending, failed or paused become due now and the dispatcher sends them, rather than this
+    request sending each in turn. Returns how many; the others are left as they are."""
+    from apps.webhooks.selectors import webhook_get
+
+    webhook = webhook_get(agent=agent)
+    if webhook is None or not webhook.url:
+        raise Conflict("The webhook has no URL to send to; set one first.")
+    chosen = WebhookDelivery.objects.filter(agent=agent, pk__in=delivery_ids, status__in=RETRYABLE)
+    return _requeue(chosen, webhook=webhook, now=now or timezone.now())
 
 
 def _sample_usage_threshold(*, agent, now: datetime) -> dict:
