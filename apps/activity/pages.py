@@ -97,6 +97,14 @@ def _filters(
         return {}, message
     if dates and before_name in values and len(params[before_name]) == 10:
         values[before_name] += timedelta(days=1)
+    inverted = (
+        dates
+        and after_name in values
+        and before_name in values
+        and values[after_name] >= values[before_name]
+    )
+    if inverted:  # it matched nothing, silently; say so instead
+        return {}, "From is after To: no row can match. Swap the dates or clear one."
     return values, None
 
 

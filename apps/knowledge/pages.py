@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import BadRequest, NotFound, ServiceError
+from apps.common.keyset import PageRequest
 from apps.knowledge import search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.uploads import limit_uploads
@@ -38,12 +39,30 @@ def _interval_choices() -> list[tuple[int, str]]:
 
 
 def _table_context(request: ConsoleRequest) -> dict:
-    page, _stale = keyset_page(
+    filters = {
+        "status": request.GET.get("status") or None,
+        "source_type": request.GET.get("source") or None,
+        "kind": request.GET.get("kind") or None,
+    }
+    filter_error = None
+    try:  # an edited filter: every document, and why
+        selectors.document_list(
+            agent=request.agent, page=PageRequest(limit=1, after=None), **filters
+        )
+    except BadRequest as exc:
+        filters, filter_error = {}, exc.message
+    page, stale = keyset_page(
         request,
-        lambda page: selectors.document_list(agent=request.agent, page=page),
+        lambda page: selectors.document_list(agent=request.agent, page=page, **filters),
         limit=PAGE_SIZE,
     )
     return {
+        "filters": {key: value or "" for key, value in filters.items()},
+        "filtering": any(filters.values()),
+        "list_error": filter_error or stale,
+        "statuses": KnowledgeDocument.Status.choices,
+        "sources": KnowledgeDocument.SourceType.choices,
+        "kinds": selectors.document_kinds(agent=request.agent),
         "documents": page.rows,
         "next_cursor": page.next_cursor,
         "previous_cursor": page.previous_cursor,

@@ -2,7 +2,7 @@
 
 from django.db.models import F
 
-from apps.common.errors import Conflict, NotFound
+from apps.common.errors import BadRequest, Conflict, NotFound
 from apps.common.keyset import Keyset, Page, PageRequest, paginate
 from apps.knowledge.models import KnowledgeContentVersion, KnowledgeDocument
 from apps.workspaces.models import Agent
@@ -11,9 +11,38 @@ from apps.workspaces.models import Agent
 DOCUMENT_KEYSET = Keyset(name="knowledge", field="created_at", descending=True)
 
 
-def document_list(*, agent: Agent, page: PageRequest) -> Page:
-    return paginate(
-        KnowledgeDocument.objects.filter(agent=agent), keyset=DOCUMENT_KEYSET, page=page
+def document_list(
+    *,
+    agent: Agent,
+    page: PageRequest,
+    status: str | None = None,
+    source_type: str | None = None,
+    kind: str | None = None,
+) -> Page:
+    """An Agent's documents, newest first, optionally only of one status, source (`file` or
+    `url`) or detected type (`pdf`, `docx`, ...: `document_kinds`); BadRequest for a value
+    that is none of those."""
+    queryset = KnowledgeDocument.objects.filter(agent=agent)
+    if status:
+        if status not in KnowledgeDocument.Status.values:
+            raise BadRequest(f"status must be one of {', '.join(KnowledgeDocument.Status.values)}.")
+        queryset = queryset.filter(status=status)
+    if source_type:
+        if source_type not in KnowledgeDocument.SourceType.values:
+            raise BadRequest("source must be file or url.")
+        queryset = queryset.filter(source_type=source_type)
+    if kind:
+        queryset = queryset.filter(kind=kind[:16])
+    return paginate(queryset, keyset=DOCUMENT_KEYSET, page=page)
+
+
+def document_kinds(*, agent: Agent) -> list[str]:
+    """The detected types among the Agent's documents, for the type filter."""
+    return sorted(
+        KnowledgeDocument.objects.filter(agent=agent)
+        .exclude(kind="")
+        .values_list("kind", flat=True)
+        .distinct()
     )
 
 

@@ -78,3 +78,12 @@ def test_the_user_box_never_pushes_its_suggestions_address(signed_in, people):
         html = signed_in.get(reverse(name)).content.decode()
         box = html.split('name="user_id"', 1)[1].split(">", 1)[0]
         assert 'hx-push-url="false"' in box and 'hx-sync="closest form:abort"' in box
+
+
+@pytest.mark.parametrize("name", ["activity:run_list", "activity:conversation_list"])
+def test_an_inverted_date_range_says_so_instead_of_showing_nothing(signed_in, people, name):
+    """Issue 26, item 5: an inverted date range silently gave an empty list."""
+    html = signed_in.get(reverse(name), {"from": "2026-03-10", "to": "2026-03-01"}).content
+    assert b"From is after To: no row can match." in html
+    one_day = signed_in.get(reverse(name), {"from": "2026-03-01", "to": "2026-03-01"}).content
+    assert b"From is after To" not in one_day  # `to` includes its day

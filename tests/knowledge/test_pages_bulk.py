@@ -78,3 +78,16 @@ def test_the_list_has_a_box_per_row_tied_to_the_bulk_form(owner_client, three):
     assert 'id="bulk-documents"' in html
     for document in three:
         assert f'name="ids" value="{document.pk}" form="bulk-documents"' in html
+
+
+def test_every_pager_uses_one_style_of_older_and_newer_links():
+    """Issue 26, item 5: "Older »" and "Older →" both appeared."""
+    import re
+    from pathlib import Path
+
+    labels = set()
+    for template in Path("templates").rglob("*.html"):
+        labels |= set(
+            re.findall(r">\s*([^<>]*\b(?:Older|Newer|Newest)\b[^<>]*)<", template.read_text())
+        )
+    assert labels <= {"Newest", "← Newer", "Older →"}, labels
