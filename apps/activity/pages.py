@@ -231,13 +231,12 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
 def user_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(request, selectors.USER_FILTERS)
     search = _search_text(request)
-    page, page_error = _page(
-        request,
-        selectors.user_list(agent=request.agent, filters=filters, search=search),
-        selectors.USER_KEYSET,
-    )
+    users = selectors.user_list(agent=request.agent, filters=filters, search=search)
+    page, page_error = _page(request, users, selectors.USER_KEYSET)
     context = {
         "section": "users",
+        "count": bounded_count(users),
+        "filtering": bool(filters or search),
         "q": search,
         "page": page,
         "error": error or page_error,

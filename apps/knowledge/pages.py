@@ -12,12 +12,12 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import BadRequest, NotFound, ServiceError
-from apps.common.keyset import PageRequest
 from apps.knowledge import search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.uploads import limit_uploads
 from apps.workspaces.console import (
     ConsoleRequest,
+    bounded_count,
     bulk_apply,
     bulk_confirm,
     bulk_ids,
@@ -46,11 +46,10 @@ def _table_context(request: ConsoleRequest) -> dict:
     }
     filter_error = None
     try:  # an edited filter: every document, and why
-        selectors.document_list(
-            agent=request.agent, page=PageRequest(limit=1, after=None), **filters
-        )
+        queryset = selectors.document_queryset(agent=request.agent, **filters)
     except BadRequest as exc:
         filters, filter_error = {}, exc.message
+        queryset = selectors.document_queryset(agent=request.agent)
     page, stale = keyset_page(
         request,
         lambda page: selectors.document_list(agent=request.agent, page=page, **filters),
@@ -59,6 +58,7 @@ def _table_context(request: ConsoleRequest) -> dict:
     return {
         "filters": {key: value or "" for key, value in filters.items()},
         "filtering": any(filters.values()),
+        "count": bounded_count(queryset),
         "list_error": filter_error or stale,
         "statuses": KnowledgeDocument.Status.choices,
         "sources": KnowledgeDocument.SourceType.choices,

@@ -22,6 +22,18 @@ def document_list(
     """An Agent's documents, newest first, optionally only of one status, source (`file` or
     `url`) or detected type (`pdf`, `docx`, ...: `document_kinds`); BadRequest for a value
     that is none of those."""
+    queryset = document_queryset(agent=agent, status=status, source_type=source_type, kind=kind)
+    return paginate(queryset, keyset=DOCUMENT_KEYSET, page=page)
+
+
+def document_queryset(
+    *,
+    agent: Agent,
+    status: str | None = None,
+    source_type: str | None = None,
+    kind: str | None = None,
+):
+    """The rows `document_list` pages (and the console counts)."""
     queryset = KnowledgeDocument.objects.filter(agent=agent)
     if status:
         if status not in KnowledgeDocument.Status.values:
@@ -33,7 +45,7 @@ def document_list(
         queryset = queryset.filter(source_type=source_type)
     if kind:
         queryset = queryset.filter(kind=kind[:16])
-    return paginate(queryset, keyset=DOCUMENT_KEYSET, page=page)
+    return queryset
 
 
 def document_kinds(*, agent: Agent) -> list[str]:

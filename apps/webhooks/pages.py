@@ -23,6 +23,7 @@ from apps.webhooks.models import EVENT_TYPES, RUN_EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
 from apps.workspaces.console import (
     ConsoleRequest,
+    bounded_count,
     bulk_confirm,
     bulk_ids,
     console_view,
@@ -52,6 +53,8 @@ def _deliveries(request: ConsoleRequest) -> dict:
         limit=PAGE_SIZE,
     )
     return {
+        "count": bounded_count(deliveries),
+        "filtering": bool(status or event_type),
         "deliveries": result.rows,
         "next_cursor": result.next_cursor,
         "previous_cursor": result.previous_cursor,

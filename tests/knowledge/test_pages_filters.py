@@ -60,3 +60,20 @@ def test_an_edited_filter_shows_every_document_and_why(owner_client, documents):
     html = owner_client.get("/knowledge/?status=exploded").content.decode()
     assert _rows(html) == {d.pk for d in documents.values()}
     assert "status must be one of" in html
+
+
+def test_every_list_shows_its_total(owner_client, documents, agent):
+    """Issue 26, item 5: only Runs and Conversations showed a total."""
+    from tests.activity.factories import end_user_factory
+    from tests.webhooks.factories import delivery_factory, webhook_factory
+
+    end_user_factory(agent=agent, display_name="Ada")
+    webhook = webhook_factory(agent=agent)
+    for status in ("failed", "succeeded"):
+        delivery_factory(webhook=webhook, status=status, next_attempt_at=None)
+
+    assert 'id="list-count">3 documents<' in owner_client.get("/knowledge/").content.decode()
+    failed = owner_client.get("/knowledge/?status=failed").content.decode()
+    assert 'id="list-count">1 document matches these filters<' in failed
+    assert 'id="list-count">1 user<' in owner_client.get("/users/").content.decode()
+    assert 'id="list-count">2 deliveries<' in owner_client.get("/webhooks/").content.decode()
