@@ -5,7 +5,6 @@ same shape)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,6 +13,7 @@ from apps.activity.models import Run
 from apps.activity.rendering import run_to_dict
 from apps.common.errors import BadRequest, Conflict, NotFound
 from apps.common.ids import new_id
+from apps.usage.events import threshold_example
 from apps.webhooks.models import (
     EVENT_TYPES,
     USAGE_THRESHOLD_EVENT,
@@ -100,23 +100,6 @@ def deliveries_retry(*, agent, delivery_ids: list[str], now: datetime | None = N
     return _requeue(chosen, webhook=webhook, now=now or timezone.now())
 
 
-def _sample_usage_threshold(*, agent, now: datetime) -> dict:
-    """A test send's `usage.threshold_reached` data: an example threshold rendered by
-    apps.usage's own `threshold_to_dict`, so it has exactly the shape of a real event.
-    Imported here: apps.usage announces thresholds through this app."""
-    from apps.usage.models import ThresholdReached
-    from apps.usage.rendering import threshold_to_dict
-
-    example = ThresholdReached(
-        workspace_id=agent.workspace_id,
-        month=now.date().replace(day=1),
-        percent=80,
-        credit_limit=Decimal("1000"),
-        credits_used=Decimal("812.5"),
-    )
-    return threshold_to_dict(example)
-
-
 def _sample_run(*, agent, status: str, now: datetime) -> dict:
     """The Agent's latest run of `status`, or an example run: both rendered by `run_to_dict`,
     so a test send has exactly the shape of a real event."""
@@ -162,7 +145,7 @@ def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelive
         event_type = webhook.events[0] if webhook.events else EVENT_TYPES[0]
     now = timezone.now()
     if event_type == USAGE_THRESHOLD_EVENT:
-        data, run_id = _sample_usage_threshold(agent=agent, now=now), None
+        data, run_id = threshold_example(workspace_id=agent.workspace_id, now=now), None
     else:
         data = _sample_run(agent=agent, status=event_type.removeprefix("run."), now=now)
         run_id = data["id"]
