@@ -101,6 +101,14 @@ def _filters(
         return {}, message
     if dates and before_name in values and len(params[before_name]) == 10:
         values[before_name] += timedelta(days=1)
+    inverted = (
+        dates
+        and after_name in values
+        and before_name in values
+        and values[after_name] >= values[before_name]
+    )
+    if inverted:  # it matched nothing, silently; say so instead
+        return {}, "From is after To: no row can match. Swap the dates or clear one."
     return values, None
 
 
@@ -238,13 +246,12 @@ def _link_sources_to_documents(request: ConsoleRequest, transcript: list[dict]) 
 def user_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(request, selectors.USER_FILTERS)
     search = _search_text(request)
-    page, page_error = _page(
-        request,
-        selectors.user_list(agent=request.agent, filters=filters, search=search),
-        selectors.USER_KEYSET,
-    )
+    users = selectors.user_list(agent=request.agent, filters=filters, search=search)
+    page, page_error = _page(request, users, selectors.USER_KEYSET)
     context = {
         "section": "users",
+        "count": bounded_count(users),
+        "filtering": bool(filters or search),
         "q": search,
         "page": page,
         "error": error or page_error,
@@ -334,8 +341,11 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
 @require_GET
 @console_view
 def user_suggest(request: ConsoleRequest) -> HttpResponse:
-    """Suggestions for the user filter box: a datalist of ids labelled with names."""
+    """Suggestions for the user filter box: a datalist of ids labelled with names. Opened as
+    a page (an address copied or reloaded), it is the Users list searched for the text."""
     text = request.GET.get("user_id", "").strip()[:200]
+    if not request.htmx:
+        return redirect(f"{reverse('activity:user_list')}?{urlencode({'q': text})}")
     _user, candidates = selectors.user_pick(agent=request.agent, text=text) if text else (None, [])
     return render(request, "activity/_user_choices.html", {"candidates": candidates})
 

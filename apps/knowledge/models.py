@@ -139,6 +139,12 @@ class KnowledgeDocument(models.Model):
         )
 
     @property
+    def is_empty(self) -> bool:
+        """Ready, but the file held no text (a blank or whitespace-only one): searching it finds
+        nothing, which the console says rather than a plain "Ready"."""
+        return self.status == self.Status.READY and self.character_count == 0
+
+    @property
     def is_embedding(self) -> bool:
         """Ready, with chunks the embedding task has not reached yet."""
         return self.status == self.Status.READY and self.embedded_chunk_count < self.chunk_count

@@ -20,6 +20,10 @@ from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.uploads import limit_uploads
 from apps.workspaces.console import (
     ConsoleRequest,
+    bounded_count,
+    bulk_apply,
+    bulk_confirm,
+    bulk_ids,
     console_view,
     keyset_page,
     remote_images_allowed,
@@ -38,17 +42,36 @@ def _interval_choices() -> list[tuple[int, str]]:
 
 
 def _table_context(request: ConsoleRequest) -> dict:
-    page, _stale = keyset_page(
+    filters = {
+        "status": request.GET.get("status") or None,
+        "source_type": request.GET.get("source") or None,
+        "kind": request.GET.get("kind") or None,
+    }
+    filter_error = None
+    try:  # an edited filter: every document, and why
+        queryset = selectors.document_queryset(agent=request.agent, **filters)
+    except BadRequest as exc:
+        filters, filter_error = {}, exc.message
+        queryset = selectors.document_queryset(agent=request.agent)
+    page, stale = keyset_page(
         request,
-        lambda page: selectors.document_list(agent=request.agent, page=page),
+        lambda page: selectors.document_list(agent=request.agent, page=page, **filters),
         limit=PAGE_SIZE,
     )
     return {
+        "filters": {key: value or "" for key, value in filters.items()},
+        "filtering": any(filters.values()),
+        "count": bounded_count(queryset),
+        "list_error": filter_error or stale,
+        "statuses": KnowledgeDocument.Status.choices,
+        "sources": KnowledgeDocument.SourceType.choices,
+        "kinds": selectors.document_kinds(agent=request.agent),
         "documents": page.rows,
         "next_cursor": page.next_cursor,
         "previous_cursor": page.previous_cursor,
         "interval_choices": _interval_choices(),
         "is_paged": bool(request.GET.get("after") or request.GET.get("before")),
+        "bulk_actions": [(value, spec[0], spec[3]) for value, spec in BULK_ACTIONS.items()],
     }
 
 
@@ -320,3 +343,79 @@ def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
             "remote_images": remote_images_allowed(request),
         },
     )
+
+
+# Bulk actions on ticked documents: (button label, past tense, what happens, dangerous).
+BULK_ACTIONS = {
+    "refresh": (
+        "Refresh",
+        "Refresh started for",
+        "Each web page is fetched again; until its new version is ready, search keeps the "
+        "current one. Uploaded files cannot be refreshed and are left as they are.",
+        False,
+    ),
+    "disable": (
+        "Disable",
+        "Disabled",
+        "The Agent stops searching them; nothing is deleted and you can enable them again.",
+        False,
+    ),
+    "delete": (
+        "Delete",
+        "Deleted",
+        "Their content and search index are deleted for good.",
+        True,
+    ),
+}
+
+
+def _bulk_service(request: ConsoleRequest, action: str):
+    agent = request.agent
+    if action == "refresh":
+        return lambda pk: services.document_refresh_request(agent=agent, document_id=pk)
+    if action == "disable":
+        return lambda pk: services.document_update(agent=agent, document_id=pk, is_enabled=False)
+    return lambda pk: services.document_delete(agent=agent, document_id=pk)
+
+
+@require_POST
+@console_view
+def document_bulk(request: ConsoleRequest) -> HttpResponse:
+    """Refresh, disable or delete the ticked documents: first a page that says how many and
+    what happens, then (confirm=1) the action, one document at a time through its service."""
+    action = request.POST.get("action", "")
+    try:
+        ids = bulk_ids(request)
+        if action not in BULK_ACTIONS:
+            raise BadRequest("Choose refresh, disable or delete.")
+        if not ids:
+            raise BadRequest("Tick the documents to act on first.")
+    except BadRequest as exc:
+        messages.error(request, exc.message)
+        return redirect("knowledge:document_list")
+    label, done, consequence, danger = BULK_ACTIONS[action]
+    if request.POST.get("confirm") != "1":
+        documents = list(
+            selectors.document_list_by_ids(agent=request.agent, document_ids=ids).only("id", "name")
+        )
+        if not documents:
+            messages.error(request, "None of those documents exists any more.")
+            return redirect("knowledge:document_list")
+        count = len(documents)
+        noun = "document" if count == 1 else "documents"
+        return bulk_confirm(
+            request,
+            section="knowledge",
+            action_url=reverse("knowledge:document_bulk"),
+            cancel_url=reverse("knowledge:document_list"),
+            action=action,
+            question=f"{label} {count} {noun}?",
+            consequence=consequence,
+            names=[document.name for document in documents],
+            ids=[document.pk for document in documents],
+            confirm_label=f"{label} {count} {noun}",
+            danger=danger,
+        )
+    outcome = bulk_apply(ids, _bulk_service(request, action))
+    messages.success(request, outcome.summary(verb=done, noun="document", plural="documents"))
+    return redirect("knowledge:document_list")

@@ -2,7 +2,7 @@
 
 from django.db.models import F
 
-from apps.common.errors import Conflict, NotFound
+from apps.common.errors import BadRequest, Conflict, NotFound
 from apps.common.keyset import Keyset, Page, PageRequest, paginate
 from apps.knowledge.models import KnowledgeContentVersion, KnowledgeDocument
 from apps.workspaces.models import Agent
@@ -11,9 +11,50 @@ from apps.workspaces.models import Agent
 DOCUMENT_KEYSET = Keyset(name="knowledge", field="created_at", descending=True)
 
 
-def document_list(*, agent: Agent, page: PageRequest) -> Page:
-    return paginate(
-        KnowledgeDocument.objects.filter(agent=agent), keyset=DOCUMENT_KEYSET, page=page
+def document_list(
+    *,
+    agent: Agent,
+    page: PageRequest,
+    status: str | None = None,
+    source_type: str | None = None,
+    kind: str | None = None,
+) -> Page:
+    """An Agent's documents, newest first, optionally only of one status, source (`file` or
+    `url`) or detected type (`pdf`, `docx`, ...: `document_kinds`); BadRequest for a value
+    that is none of those."""
+    queryset = document_queryset(agent=agent, status=status, source_type=source_type, kind=kind)
+    return paginate(queryset, keyset=DOCUMENT_KEYSET, page=page)
+
+
+def document_queryset(
+    *,
+    agent: Agent,
+    status: str | None = None,
+    source_type: str | None = None,
+    kind: str | None = None,
+):
+    """The rows `document_list` pages (and the console counts)."""
+    queryset = KnowledgeDocument.objects.filter(agent=agent)
+    if status:
+        if status not in KnowledgeDocument.Status.values:
+            raise BadRequest(f"status must be one of {', '.join(KnowledgeDocument.Status.values)}.")
+        queryset = queryset.filter(status=status)
+    if source_type:
+        if source_type not in KnowledgeDocument.SourceType.values:
+            raise BadRequest("source must be file or url.")
+        queryset = queryset.filter(source_type=source_type)
+    if kind:
+        queryset = queryset.filter(kind=kind[:16])
+    return queryset
+
+
+def document_kinds(*, agent: Agent) -> list[str]:
+    """The detected types among the Agent's documents, for the type filter."""
+    return sorted(
+        KnowledgeDocument.objects.filter(agent=agent)
+        .exclude(kind="")
+        .values_list("kind", flat=True)
+        .distinct()
     )
 
 
@@ -48,3 +89,8 @@ def document_content(*, agent: Agent, document_id: str) -> KnowledgeContentVersi
 
 def version_chunk_count(*, version: KnowledgeContentVersion) -> int:
     return version.chunks.count()
+
+
+def document_list_by_ids(*, agent, document_ids: list[str]):
+    """The Agent's documents among `document_ids` (a bulk action's ticked rows), by name."""
+    return KnowledgeDocument.objects.filter(agent=agent, pk__in=document_ids).order_by("name", "id")

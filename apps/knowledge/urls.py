@@ -9,6 +9,7 @@ urlpatterns = [
     path("upload/", pages.document_upload, name="document_upload"),
     path("urls/", pages.document_add_url, name="document_add_url"),
     path("search/", pages.document_search, name="document_search"),
+    path("bulk/", pages.document_bulk, name="document_bulk"),
     path("<str:document_id>/", pages.document_detail, name="document_detail"),
     path("<str:document_id>/row/", pages.document_row, name="document_row"),
     path("<str:document_id>/rename/", pages.document_rename, name="document_rename"),

@@ -53,6 +53,8 @@ def _list(request: ConsoleRequest, *, status: int = 200, form: dict | None = Non
         "previous_cursor": page.previous_cursor,
         "form": form or {},
         "header_rows": range(HEADER_ROWS),
+        "tools_used": selectors.tools_used(agent=request.agent),
+        "tools_used_runs": selectors.TOOLS_USED_RUNS,
     }
     return render(request, LIST_TEMPLATE, context, status=status)
 

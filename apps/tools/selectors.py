@@ -1,5 +1,9 @@
 """Reads of tool-server connections, always through the Agent that owns them."""
 
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
 from django.db.models import QuerySet
 
 from apps.common.errors import NotFound
@@ -35,3 +39,61 @@ def tool_get(*, agent: Agent, server_id: str, name: str) -> McpTool:
 def discovery_list(*, agent: Agent, server_id: str) -> QuerySet[McpDiscovery]:
     server = server_get(agent=agent, server_id=server_id)
     return McpDiscovery.objects.filter(server=server)
+
+
+# How many of an Agent's latest runs the "tools runs use" card reads: one range of the runs'
+# (agent, created_at) index, whatever the history's length.
+TOOLS_USED_RUNS = 1000
+
+
+@dataclass(frozen=True)
+class ToolUsed:
+    name: str
+    calls: int  # runs (of the latest TOOLS_USED_RUNS) that called it
+    failures: int
+    last_used_at: datetime | None
+    server: McpServer | None  # the connected server offering a tool of this name, if any
+
+
+def tools_used(*, agent: Agent) -> list[ToolUsed]:
+    """The tools the Agent's recent runs called, built-in ones (that no connected MCP server
+    offers) as well as MCP ones, most used first; knowledge search is listed while the Agent
+    has it on, used or not yet. Read from the runs' recorded `tool_names`: what runs use, not
+    what is configured."""
+    from apps.activity.models import Run  # runs are activity's rows; only read here
+
+    calls: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    last_used: dict[str, datetime] = {}
+    recent = (
+        Run.objects.filter(agent=agent)
+        .order_by("-created_at", "-id")
+        .values_list("tool_names", "failed_tool_names", "created_at")[:TOOLS_USED_RUNS]
+    )
+    for names, failed, created_at in recent:
+        for name in set(names or ()):
+            calls[name] += 1
+            last_used.setdefault(name, created_at)
+        failures.update(set(failed or ()))
+    if agent.knowledge_search_enabled:
+        calls.setdefault(KNOWLEDGE_SEARCH_TOOL, 0)
+    offered = {
+        tool.name: tool.server
+        for tool in McpTool.objects.filter(
+            server__agent=agent, name__in=list(calls), removed_at__isnull=True
+        ).select_related("server")
+    }
+    return [
+        ToolUsed(
+            name=name,
+            calls=count,
+            failures=failures[name],
+            last_used_at=last_used.get(name),
+            server=offered.get(name),
+        )
+        for name, count in sorted(calls.items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+# The Agent runtime's own knowledge tool (the same name the /mcp server offers).
+KNOWLEDGE_SEARCH_TOOL = "search_knowledge"

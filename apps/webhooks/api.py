@@ -9,10 +9,19 @@ from apps.api.serializers import list_envelope
 from apps.api.views import json_response
 from apps.webhooks import selectors, services
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
-from apps.webhooks.rendering import delivery_to_dict, secret_to_dict, webhook_to_dict
+from apps.webhooks.rendering import (
+    delivery_to_dict,
+    health_to_dict,
+    recovery_to_dict,
+    secret_to_dict,
+    webhook_to_dict,
+)
 from apps.webhooks.serializers import (
     WebhookDeliveryOut,
+    WebhookHealthOut,
     WebhookOut,
+    WebhookRecoverIn,
+    WebhookRecoveryOut,
     WebhookSecretOut,
     WebhookTestIn,
     WebhookUpdateIn,
@@ -63,8 +72,9 @@ class WebhookViewSet(WorkspaceAgentViewSet):
         "partial_update": "webhooks:write",
         "test": "webhooks:write",
         "rotate_secret": "webhooks:write",
+        "health": "webhooks:read",
     }
-    extension_actions = ("partial_update", "test", "rotate_secret")
+    extension_actions = ("partial_update", "test", "rotate_secret", "health")
     error_statuses = {"test": (409,)}
     openapi_tags = ["Webhooks"]
 
@@ -112,6 +122,18 @@ class WebhookViewSet(WorkspaceAgentViewSet):
         return json_response(delivery_to_dict(delivery))
 
     @extend_schema(
+        summary="Delivery health",
+        description="What the webhook is doing: `healthy`, `failing` since when with the last "
+        "error, `paused`, `disabled`, ... and how many deliveries wait or failed. The console's "
+        "badge shows the same.",
+        parameters=[AGENT_PARAMETER],
+        responses={200: WebhookHealthOut},
+    )
+    def health(self, request, agent_id: str):
+        health = selectors.webhook_health(agent=self.agent)
+        return json_response(health_to_dict(health, agent=self.agent))
+
+    @extend_schema(
         summary="Rotate the signing secret",
         description="Creates a new `whsec_` secret and returns it; it is not shown again. "
         "For 24 hours deliveries are signed with both the new and the previous secret.",
@@ -129,9 +151,10 @@ class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
         "list": "webhooks:read",
         "retrieve": "webhooks:read",
         "retry": "webhooks:write",
+        "recover": "webhooks:write",
     }
-    extension_actions = ("retrieve",)
-    error_statuses = {"retrieve": (404,), "retry": (404, 409)}
+    extension_actions = ("retrieve", "recover")
+    error_statuses = {"retrieve": (404,), "retry": (404, 409), "recover": (409,)}
     openapi_tags = ["Webhooks"]
 
     @extend_schema(
@@ -169,3 +192,20 @@ class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
     def retry(self, request, agent_id: str, delivery_id: str):
         delivery = services.delivery_retry(agent=self.agent, delivery_id=delivery_id)
         return json_response(delivery_to_dict(delivery))
+
+    @extend_schema(
+        summary="Retry all failed deliveries since a time",
+        description="Every failed delivery created at or after `since` (test sends excepted) "
+        "becomes due now and is sent again by the dispatcher, once, on the schedule it had "
+        '(Svix\'s "recover"). While the webhook is paused or disabled they wait and go when '
+        "it resumes. 409 when no URL is configured.",
+        parameters=[AGENT_PARAMETER],
+        request=WebhookRecoverIn,
+        responses={200: WebhookRecoveryOut},
+    )
+    def recover(self, request, agent_id: str):
+        serializer = WebhookRecoverIn(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        since = serializer.validated_data["since"]
+        recovered = services.deliveries_recover(agent=self.agent, since=since)
+        return json_response(recovery_to_dict(agent=self.agent, since=since, recovered=recovered))

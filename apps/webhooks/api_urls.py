@@ -11,11 +11,17 @@ agent_only_routes: list[Route] = [
         "webhook",
     ),
     Route("webhook/test", WebhookViewSet.as_view({"post": "test"}), "webhook-test"),
+    Route("webhook/health", WebhookViewSet.as_view({"get": "health"}), "webhook-health"),
     Route("webhook/secret", WebhookViewSet.as_view({"post": "rotate_secret"}), "webhook-secret"),
     Route(
         "webhook/deliveries",
         WebhookDeliveryViewSet.as_view({"get": "list"}),
         "webhook-delivery-list",
+    ),
+    Route(
+        "webhook/deliveries/recover",
+        WebhookDeliveryViewSet.as_view({"post": "recover"}),
+        "webhook-delivery-recover",
     ),
     Route(
         "webhook/deliveries/<str:delivery_id>",

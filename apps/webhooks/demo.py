@@ -2,7 +2,7 @@
 newcomer sees the Webhooks page alive (succeeded, failed after its retries, retrying later)."""
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -18,25 +18,30 @@ from apps.webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
-from apps.webhooks.services import event_body
+from apps.webhooks.services import event_body, health_record_attempt
 from apps.webhooks.signing import secret_generate
 from apps.workspaces.models import Agent
 
 DEMO_URL = "https://hooks.example.com/agent-console"
 DEMO_DELIVERIES = 60
+DEMO_OLD_DELIVERIES = 12
 # The default WEBHOOK_RETRY_SCHEDULE, fixed here so the demo's history has the same shape on
 # every install, whatever schedule (possibly empty) this one is configured with.
 DEMO_RETRY_SCHEDULE: tuple[float, ...] = (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600)
+DEMO_READ_TIMEOUT_MS = 10_000
 
 
 def _attempt(delivery, number: int, *, ok: bool, at, rng: random.Random) -> WebhookAttempt:
-    duration = rng.uniform(80, 900)
+    # Each failure looks as a real one would: a 503 answers quickly, a timeout waits the whole
+    # read timeout (10 s by default) before it gives up.
     if ok:
-        status, code, error = AttemptStatus.SUCCEEDED, 200, None
+        status, code, error, duration = AttemptStatus.SUCCEEDED, 200, None, rng.uniform(80, 900)
     elif rng.random() < 0.5:
-        status, code, error = AttemptStatus.FAILED, 503, "The endpoint answered 503."
+        status, code, duration = AttemptStatus.FAILED, 503, rng.uniform(40, 400)
+        error = "The endpoint answered 503 Service Unavailable."
     else:
         status, code, error = AttemptStatus.TIMEOUT, None, "No answer within 10 s."
+        duration = DEMO_READ_TIMEOUT_MS + rng.uniform(1, 40)
     return WebhookAttempt(
         delivery=delivery,
         attempt=number,
@@ -53,15 +58,19 @@ def _attempt(delivery, number: int, *, ok: bool, at, rng: random.Random) -> Webh
 
 
 def _schedule_walk(
-    delivery, *, failures: int, succeeds: bool, at, rng: random.Random
-) -> list[WebhookAttempt]:
-    """`failures` failed attempts spaced by the retry schedule, then one success if `succeeds`."""
-    attempts = []
+    delivery, *, failures: int, succeeds: bool, at, now, rng: random.Random
+) -> tuple[list[WebhookAttempt], datetime | None]:
+    """Up to `failures` failed attempts spaced by the retry schedule, then one success if
+    `succeeds`; attempts whose time has not come yet are not made. Returns the attempts and
+    when the next one is due (None when the walk ended)."""
+    attempts: list[WebhookAttempt] = []
     for number in range(1, failures + 1 + int(succeeds)):
+        if at > now - timedelta(seconds=11):  # not yet, or still in flight: due then
+            return attempts, at
         ok = succeeds and number == failures + 1
         attempts.append(_attempt(delivery, number, ok=ok, at=at, rng=rng))
         at += timedelta(seconds=DEMO_RETRY_SCHEDULE[min(number, len(DEMO_RETRY_SCHEDULE)) - 1])
-    return attempts
+    return attempts, None if (succeeds or failures > len(DEMO_RETRY_SCHEDULE)) else at
 
 
 def webhook_seed_demo(*, agent: Agent) -> str | None:
@@ -70,11 +79,17 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
         return None
     rng = random.Random(f"demo-webhooks-{agent.pk}")
     now = timezone.now()
-    runs = list(
-        Run.objects.filter(agent=agent, status__in=END_STATES).order_by("-created_at")[
-            :DEMO_DELIVERIES
+    ended = Run.objects.filter(agent=agent, status__in=END_STATES).order_by("-created_at")
+    recent = list(ended[: DEMO_DELIVERIES - DEMO_OLD_DELIVERIES])
+    # A few from before the whole retry schedule could run out, so some of them can truly
+    # have given up by now (a delivery gives up about 18 hours after its event).
+    gave_up_before = now - timedelta(seconds=sum(DEMO_RETRY_SCHEDULE) + 3600)
+    old = list(
+        ended.filter(created_at__lt=gave_up_before).exclude(pk__in=[run.pk for run in recent])[
+            :DEMO_OLD_DELIVERIES
         ]
     )
+    runs = recent + old
     with transaction.atomic():
         webhook = Webhook.objects.create(
             agent=agent,
@@ -94,34 +109,46 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
                 body=event_body(event_type=f"run.{run.status}", at=sent_at, data=run_to_dict(run)),
                 created_at=sent_at,
             )
-            if index < 3:  # the newest few failed three times and wait for their next retry
-                tried = _schedule_walk(delivery, failures=3, succeeds=False, at=sent_at, rng=rng)
-                delivery.status = DeliveryStatus.PENDING
-                delivery.next_attempt_at = max(now, tried[-1].finished_at) + timedelta(
-                    seconds=DEMO_RETRY_SCHEDULE[2]
+            # Every attempt is in the past: one whose time has not come is the next one due.
+            if index < 3:  # the newest few keep failing and wait for their next retry
+                tried, due = _schedule_walk(
+                    delivery, failures=3, succeeds=False, at=sent_at, now=now, rng=rng
                 )
-            elif index % 12 == 7:  # one in twelve gave up after the whole schedule
+            elif index >= len(recent) and index % 3 == 0:  # some old ones gave up
                 failures = len(DEMO_RETRY_SCHEDULE) + 1
-                tried = _schedule_walk(
-                    delivery, failures=failures, succeeds=False, at=sent_at, rng=rng
+                tried, due = _schedule_walk(
+                    delivery, failures=failures, succeeds=False, at=sent_at, now=now, rng=rng
                 )
-                delivery.status = DeliveryStatus.FAILED
             else:  # most succeed at once, some on a retry
                 failures = 1 if rng.random() < 0.15 else 0
-                tried = _schedule_walk(
-                    delivery, failures=failures, succeeds=True, at=sent_at, rng=rng
+                tried, due = _schedule_walk(
+                    delivery, failures=failures, succeeds=True, at=sent_at, now=now, rng=rng
                 )
+            if due is not None:
+                # Failed so far, and the schedule goes on: pending, due at the next step (a
+                # walk of three failures waits for its fourth attempt the same way).
+                delivery.status = DeliveryStatus.PENDING
+                delivery.next_attempt_at = max(due, now + timedelta(seconds=DEMO_RETRY_SCHEDULE[2]))
+            elif tried[-1].status == AttemptStatus.SUCCEEDED:  # a walk ends with an attempt
                 delivery.status = DeliveryStatus.SUCCEEDED
-            last = tried[-1]
+            else:
+                delivery.status = DeliveryStatus.FAILED
             delivery.attempts = len(tried)
             # As the dispatcher counts: one scheduled retry per failure the schedule covered.
             failed = sum(attempt.status != AttemptStatus.SUCCEEDED for attempt in tried)
             delivery.retry_count = min(failed, len(DEMO_RETRY_SCHEDULE))
-            delivery.response_status = last.response_status
-            delivery.error_message = last.error_message
-            delivery.updated_at = last.finished_at
+            if tried:  # (a run that ended seconds ago has no attempt yet)
+                delivery.response_status = tried[-1].response_status
+                delivery.error_message = tried[-1].error_message
+            delivery.updated_at = tried[-1].finished_at if tried else sent_at
             deliveries.append(delivery)
             attempts.extend(tried)
         WebhookDelivery.objects.bulk_create(deliveries)
         WebhookAttempt.objects.bulk_create(attempts)
+        # The health badge as the dispatcher would have left it, attempt after attempt.
+        for attempt in sorted(attempts, key=lambda a: a.finished_at):
+            health_record_attempt(
+                webhook, status=attempt.status, error=attempt.error_message, at=attempt.finished_at
+            )
+        webhook.save()
     return f"webhook to {DEMO_URL} with {len(deliveries)} deliveries"

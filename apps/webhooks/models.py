@@ -36,6 +36,15 @@ class Webhook(models.Model):
     paused_at = models.DateTimeField(null=True, blank=True)
     # Deliveries that failed for good in a row; reaching the limit pauses the webhook.
     consecutive_failures = models.PositiveIntegerField(default=0)
+    # Delivery health, moved by every recorded attempt in the transaction that records it (the
+    # webhook row is locked there anyway), so the console and the API read it from one row
+    # instead of scanning attempts: when the endpoint last answered 2xx, since when every
+    # attempt has failed (null while the latest attempt succeeded), and the latest failure.
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    failing_since = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, null=True, blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

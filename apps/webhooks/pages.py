@@ -4,9 +4,13 @@ deliveries table with each delivery's attempt timeline and an in-place retry.
 Thin: every rule lives in apps.webhooks.services and selectors, shared with the API.
 """
 
+from datetime import UTC, datetime, timedelta
+
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -17,7 +21,15 @@ from apps.webhooks import selectors, services
 from apps.webhooks.forms import WebhookConfigForm
 from apps.webhooks.models import EVENT_TYPES, RUN_EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
-from apps.workspaces.console import ConsoleRequest, console_view, keyset_page, render_page
+from apps.workspaces.console import (
+    ConsoleRequest,
+    bounded_count,
+    bulk_confirm,
+    bulk_ids,
+    console_view,
+    keyset_page,
+    render_page,
+)
 
 PAGE_SIZE = 25
 TEMPLATE = "webhooks/webhook_detail.html"
@@ -41,6 +53,8 @@ def _deliveries(request: ConsoleRequest) -> dict:
         limit=PAGE_SIZE,
     )
     return {
+        "count": bounded_count(deliveries),
+        "filtering": bool(status or event_type),
         "deliveries": result.rows,
         "next_cursor": result.next_cursor,
         "previous_cursor": result.previous_cursor,
@@ -49,6 +63,7 @@ def _deliveries(request: ConsoleRequest) -> dict:
         "status_filter": status or "",
         "event_filter": event_type or "",
         "statuses": DeliveryStatus.values,
+        "bulk_actions": [("retry", "Retry", False)],
         "event_types": EVENT_TYPES,
     }
 
@@ -69,6 +84,8 @@ def _page(
     context = {
         "section": "webhooks",
         "webhook": webhook,
+        "health": selectors.webhook_health(agent=request.agent, webhook=webhook),
+        "recover_since": _recover_default(webhook),
         "form": form,
         "pause_after": services.pause_after_failures(),
         **_deliveries(request),
@@ -85,15 +102,16 @@ def webhook_detail(request: ConsoleRequest) -> HttpResponse:
 @require_POST
 @console_view(owner_required=True)
 def webhook_config(request: ConsoleRequest) -> HttpResponse:
+    """Save the URL and events. Sending is switched on here only by "Save and start sending"
+    (`enabled`), and off only by the Disable button: a failed save never leaves the form
+    showing a state the badge contradicts."""
     form = WebhookConfigForm(request.POST)
     if form.is_valid():
+        changes: dict = {"url": form.cleaned_data["url"], "events": form.cleaned_data["events"]}
+        if form.cleaned_data["enabled"]:
+            changes["enabled"] = True
         try:
-            services.webhook_update(
-                agent=request.agent,
-                url=form.cleaned_data["url"],
-                events=form.cleaned_data["events"],
-                enabled=form.cleaned_data["enabled"],
-            )
+            services.webhook_update(agent=request.agent, **changes)
         except ServiceError as exc:  # "field: message" from the service goes under that field
             name, _, text = exc.message.partition(": ")
             if name in form.fields and text:
@@ -104,6 +122,72 @@ def webhook_config(request: ConsoleRequest) -> HttpResponse:
             messages.success(request, "Webhook settings saved.")
             return redirect("webhooks:webhook_detail")
     return _page(request, form=form, status=400)
+
+
+@require_POST
+@console_view(owner_required=True)
+def webhook_enable(request: ConsoleRequest) -> HttpResponse:
+    """Switch sending on or off; the saved URL is not checked again (it did not change)."""
+    enabled = request.POST.get("enabled") == "1"
+    try:
+        services.webhook_update(agent=request.agent, enabled=enabled)
+    except ServiceError as exc:
+        messages.error(request, exc.message.partition(": ")[2] or exc.message)
+    else:
+        messages.success(
+            request,
+            "Sending is on." if enabled else "Sending is off: no deliveries are recorded.",
+        )
+    return redirect("webhooks:webhook_detail")
+
+
+def _recover_default(webhook) -> str:
+    """The "retry all failed since" field's first value: a day before the endpoint started
+    failing (a delivery made before then may have used its retries up during the streak),
+    or a day ago."""
+    since = (webhook and webhook.failing_since) or timezone.now()
+    since -= timedelta(days=1)
+    return since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def _recover_since(raw: str | None) -> datetime:
+    """The form's UTC time (`datetime-local` sends it without an offset)."""
+    try:
+        since = datetime.fromisoformat((raw or "").strip())
+    except ValueError:
+        raise BadRequest("Give the time as YYYY-MM-DD HH:MM (UTC).") from None
+    return since.replace(tzinfo=UTC) if since.tzinfo is None else since
+
+
+@console_view(owner_required=True)
+def delivery_recover(request: ConsoleRequest) -> HttpResponse:
+    """GET: how many failed deliveries "retry all failed since" would send, asking to
+    confirm; POST: send them again."""
+    raw = request.POST.get("since") if request.method == "POST" else request.GET.get("since")
+    try:
+        since = _recover_since(raw)
+        if request.method == "POST":
+            count = services.deliveries_recover(agent=request.agent, since=since)
+            messages.success(
+                request,
+                f"{count} failed {'delivery is' if count == 1 else 'deliveries are'} "
+                "being sent again."
+                if count
+                else "No failed delivery to send again.",
+            )
+            return redirect("webhooks:webhook_detail")
+        count = selectors.delivery_recoverable(agent=request.agent, since=since).count()
+        context: dict = {"recover": {"since": since, "count": count, "raw": raw}}
+    except ServiceError as exc:
+        if request.method == "POST":
+            messages.error(request, exc.message.partition(": ")[2] or exc.message)
+            return redirect("webhooks:webhook_detail")
+        context = {"recover": {"error": exc.message.partition(": ")[2] or exc.message}}
+    if request.htmx:
+        webhook = selectors.webhook_get(agent=request.agent)
+        context["health"] = selectors.webhook_health(agent=request.agent, webhook=webhook)
+        return render(request, f"{TEMPLATE}#recover-panel", context)
+    return _page(request, extra=context)
 
 
 @require_POST
@@ -215,3 +299,56 @@ def delivery_export(request: ConsoleRequest) -> HttpResponseBase:
         filename=f"webhook-deliveries-{request.agent.pk}",
         fmt=fmt,
     )
+
+
+@require_POST
+@console_view(owner_required=True)
+def delivery_bulk_retry(request: ConsoleRequest) -> HttpResponse:
+    """Retry the ticked deliveries: a page says how many will be sent again, then
+    (confirm=1) they become due now and the dispatcher sends them."""
+    try:
+        ids = bulk_ids(request)
+        if not ids:
+            raise BadRequest("Tick the deliveries to retry first.")
+    except BadRequest as exc:
+        messages.error(request, exc.message)
+        return redirect("webhooks:webhook_detail")
+    if request.POST.get("confirm") != "1":
+        retryable = list(
+            selectors.delivery_list(agent=request.agent)
+            .filter(pk__in=ids, status__in=services.RETRYABLE)
+            .order_by("-created_at", "-id")
+        )
+        if not retryable:
+            messages.error(request, "None of those deliveries can be retried: sent or in flight.")
+            return redirect("webhooks:webhook_detail")
+        count = len(retryable)
+        noun = "delivery" if count == 1 else "deliveries"
+        left = len(ids) - count
+        return bulk_confirm(
+            request,
+            section="webhooks",
+            action_url=reverse("webhooks:delivery_bulk_retry"),
+            cancel_url=reverse("webhooks:webhook_detail"),
+            action="retry",
+            question=f"Retry {count} {noun}?",
+            consequence="They are sent again now by the dispatcher, each once."
+            + (
+                f" {left} of those ticked already arrived or are in flight and stay as they are."
+                if left
+                else ""
+            ),
+            names=[f"{d.event_type} · {d.pk} ({d.get_status_display()})" for d in retryable],
+            ids=[d.pk for d in retryable],
+            confirm_label=f"Retry {count} {noun}",
+        )
+    try:
+        count = services.deliveries_retry(agent=request.agent, delivery_ids=ids)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"{count} {'delivery is' if count == 1 else 'deliveries are'} being sent again.",
+        )
+    return redirect("webhooks:webhook_detail")

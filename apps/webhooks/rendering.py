@@ -81,3 +81,31 @@ DELIVERY_COLUMNS = [
 
 def secret_to_dict(webhook: Webhook, secret: str) -> dict:
     return {"object": "webhook_secret", "agent_id": webhook.agent_id, "secret": secret}
+
+
+def health_to_dict(health, *, agent) -> dict:
+    """`GET .../webhook/health` (an extension): the selector's `WebhookHealth`."""
+    return {
+        "object": "webhook_health",
+        "agent_id": agent.pk,
+        "state": health.state,
+        "since": iso(health.since),
+        "failing_since": iso(health.failing_since),
+        "last_attempt_at": iso(health.last_attempt_at),
+        "last_success_at": iso(health.last_success_at),
+        "last_error": health.last_error,
+        "last_error_at": iso(health.last_error_at),
+        "waiting_deliveries": health.waiting,
+        "failed_deliveries": health.failed,
+        "counts_capped": health.counts_capped,
+        "auto_paused": health.auto_paused,
+    }
+
+
+def recovery_to_dict(*, agent, since, recovered: int) -> dict:
+    return {
+        "object": "webhook_recovery",
+        "agent_id": agent.pk,
+        "since": iso(since),
+        "recovered": recovered,
+    }

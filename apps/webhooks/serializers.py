@@ -6,10 +6,12 @@ from rest_framework import serializers
 from apps.api.serializers import (
     StrictBooleanField,
     StrictCharField,
+    StrictDateTimeField,
     StrictListField,
     StrictSerializer,
 )
 from apps.webhooks.models import EVENT_TYPES, AttemptStatus, DeliveryStatus
+from apps.webhooks.selectors import HEALTH_COUNT_CAP, HealthState
 
 DELIVERY_STATUS_HELP = (
     "`pending`: waiting for its first attempt or its next automatic retry (`next_attempt_at`); "
@@ -129,4 +131,61 @@ class WebhookTestIn(StrictSerializer):
         choices=EVENT_TYPES,
         required=False,
         help_text="The event to simulate; default the first subscribed event.",
+    )
+
+
+class WebhookHealthOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["webhook_health"])
+    agent_id = serializers.CharField()
+    state = serializers.ChoiceField(
+        choices=[
+            HealthState.NOT_CONFIGURED,
+            HealthState.DISABLED,
+            HealthState.NO_EVENTS,
+            HealthState.PAUSED,
+            HealthState.FAILING,
+            HealthState.HEALTHY,
+        ],
+        help_text="`not_configured`: no URL; `disabled`: sending is off; `no_events`: "
+        "subscribed to nothing; `paused`: by an owner or after repeated failed deliveries; "
+        "`failing`: the latest attempt failed, and every one since `since`; `healthy`: the "
+        "latest attempt succeeded, or none was made yet.",
+    )
+    since = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the state began: the pause while paused, the first failure of the "
+        "streak while failing; null otherwise.",
+    )
+    failing_since = serializers.DateTimeField(
+        allow_null=True, help_text="The first failed attempt since the latest success."
+    )
+    last_attempt_at = serializers.DateTimeField(allow_null=True)
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    last_error = serializers.CharField(allow_null=True, help_text="Why the latest failure failed.")
+    last_error_at = serializers.DateTimeField(allow_null=True)
+    waiting_deliveries = serializers.IntegerField(
+        min_value=0, help_text=f"Pending or held deliveries, counted up to {HEALTH_COUNT_CAP:,}."
+    )
+    failed_deliveries = serializers.IntegerField(
+        min_value=0, help_text=f"Failed deliveries, counted up to {HEALTH_COUNT_CAP:,}."
+    )
+    counts_capped = serializers.BooleanField(help_text="A count reached its cap.")
+    auto_paused = serializers.BooleanField(
+        help_text="The pause came from repeated failed deliveries, not from an owner."
+    )
+
+
+class WebhookRecoverIn(StrictSerializer):
+    since = StrictDateTimeField(
+        help_text="Every failed delivery created at or after this time is sent again (test "
+        "sends excepted). Without an offset the time is UTC."
+    )
+
+
+class WebhookRecoveryOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["webhook_recovery"])
+    agent_id = serializers.CharField()
+    since = serializers.DateTimeField()
+    recovered = serializers.IntegerField(
+        min_value=0, help_text="How many failed deliveries are due again."
     )

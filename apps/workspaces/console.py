@@ -17,9 +17,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from apps.common.errors import BadRequest, NotFound
+from apps.common.errors import BadRequest, NotFound, ServiceError
 from apps.common.keyset import Page, PageRequest
-from apps.workspaces.models import Agent, Membership, Workspace
+from apps.workspaces.models import Agent, ConsolePreference, Membership, Workspace
 from apps.workspaces.selectors import agent_list_for_user, membership_get
 
 if TYPE_CHECKING:
@@ -71,12 +71,27 @@ def navigation(*, is_owner: bool = True) -> list[dict]:
     return items
 
 
+def console_agent_remembered(*, user) -> str | None:
+    """The id of the Agent `user` last chose in the console, if any (it may since have been
+    archived or left: the caller checks it against the Agents the user may open)."""
+    return (
+        ConsolePreference.objects.filter(user=user).values_list("last_agent_id", flat=True).first()
+    )
+
+
+def console_agent_remember(*, user, agent: Agent) -> None:
+    """Remember `agent` as the one `user` works with, for their next sign-in."""
+    ConsolePreference.objects.update_or_create(user=user, defaults={"last_agent": agent})
+
+
 def _attach_agent(request: ConsoleRequest) -> bool:
     agents = list(agent_list_for_user(user=request.user))
     request.console_agents = agents
     if not agents:
         return False
     wanted = request.session.get(SESSION_AGENT_KEY)
+    if wanted is None:  # a new session: the Agent chosen last time, not the first by name
+        wanted = console_agent_remembered(user=request.user)
     agent = next((a for a in agents if a.pk == wanted), agents[0])
     request.session[SESSION_AGENT_KEY] = agent.pk
     request.agent = agent
@@ -172,3 +187,79 @@ def remote_images_allowed(request: ConsoleRequest) -> bool:
     # The Content-Security-Policy middleware opens img-src for this response only.
     request.allow_remote_images = allowed  # type: ignore[attr-defined]
     return allowed
+
+
+# --- Bulk actions on a list's selected rows --------------------------------------------------
+
+# Rows one bulk action may touch: a page of a list at most, so a request stays short.
+BULK_LIMIT = 100
+
+
+def bulk_ids(request: HttpRequest) -> list[str]:
+    """The rows ticked in a list (`ids`), each once, in order; BadRequest past BULK_LIMIT."""
+    ids = list(dict.fromkeys(value for value in request.POST.getlist("ids") if value))
+    if len(ids) > BULK_LIMIT:
+        raise BadRequest(f"Choose at most {BULK_LIMIT} rows at a time.")
+    return ids
+
+
+@dataclass
+class BulkOutcome:
+    """What a bulk action did: how many rows it changed, and why it left the others."""
+
+    done: int = 0
+    skipped: dict[str, int] | None = None
+
+    def skip(self, reason: str) -> None:
+        self.skipped = self.skipped or {}
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def summary(self, *, verb: str, noun: str, plural: str) -> str:
+        text = f"{verb} {self.done} {noun if self.done == 1 else plural}."
+        for reason, count in (self.skipped or {}).items():
+            text += f" {count} left as {'it was' if count == 1 else 'they were'}: {reason}"
+        return text
+
+
+def bulk_apply(ids: list[str], action: Callable[[str], object]) -> BulkOutcome:
+    """Run the one-row service `action` on each id: every rule stays in that service, and a
+    row it refuses (already done, not allowed, gone meanwhile) is counted with its reason."""
+    outcome = BulkOutcome()
+    for row_id in ids:
+        try:
+            action(row_id)
+        except ServiceError as exc:
+            outcome.skip(exc.message)
+        else:
+            outcome.done += 1
+    return outcome
+
+
+def bulk_confirm(
+    request: HttpRequest,
+    *,
+    section: str,
+    action_url: str,
+    cancel_url: str,
+    action: str,
+    question: str,
+    consequence: str,
+    names: list[str],
+    ids: list[str],
+    confirm_label: str,
+    danger: bool = False,
+) -> HttpResponse:
+    """The page that asks before a bulk action, with how many rows it touches."""
+    context = {
+        "section": section,
+        "action_url": action_url,
+        "cancel_url": cancel_url,
+        "action": action,
+        "question": question,
+        "consequence": consequence,
+        "names": names,
+        "ids": ids,
+        "confirm_label": confirm_label,
+        "danger": danger,
+    }
+    return render(request, "bulk_confirm.html", context)

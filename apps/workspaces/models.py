@@ -205,3 +205,22 @@ class ApiKey(models.Model):
         if self.revoked_at is not None:
             return "revoked"
         return "expired" if self.is_expired else "active"
+
+
+class ConsolePreference(models.Model):
+    """What the console remembers of a person across sign-ins: the Agent they last chose, so a
+    new session opens it rather than the alphabetically first (which may be an empty one)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="console_preference",
+    )
+    # Kept when the Agent is archived or the person leaves its workspace; the console then
+    # falls back to an Agent they can still open.
+    last_agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Console preference of {self.user_id}"

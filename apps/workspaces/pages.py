@@ -8,8 +8,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.api.scopes import ALL_SCOPES, OWNER_SCOPES
-from apps.common.errors import InsufficientScope, ServiceError
-from apps.workspaces.console import SESSION_AGENT_KEY, ConsoleRequest, console_view
+from apps.common.errors import BadRequest, InsufficientScope, ServiceError
+from apps.workspaces.console import (
+    SESSION_AGENT_KEY,
+    ConsoleRequest,
+    bulk_apply,
+    bulk_confirm,
+    bulk_ids,
+    console_agent_remember,
+    console_view,
+)
 from apps.workspaces.forms import ApiKeyCreateForm
 from apps.workspaces.selectors import agent_list_for_user, api_key_list
 from apps.workspaces.services import api_key_create_by_member, api_key_revoke
@@ -26,8 +34,10 @@ class LoginView(auth_views.LoginView):
 @console_view
 def agent_switch(request: ConsoleRequest) -> HttpResponse:
     agent_id = request.POST.get("agent_id", "")
-    if agent_list_for_user(user=request.user).filter(pk=agent_id).exists():
-        request.session[SESSION_AGENT_KEY] = agent_id
+    agent = agent_list_for_user(user=request.user).filter(pk=agent_id).first()
+    if agent is not None:
+        request.session[SESSION_AGENT_KEY] = agent.pk
+        console_agent_remember(user=request.user, agent=agent)
     next_url = request.POST.get("next") or reverse("home")
     if not next_url.startswith("/") or next_url.startswith("//"):
         next_url = "/"
@@ -47,6 +57,7 @@ def _api_key_page(
             "scope_descriptions": ALL_SCOPES,
             "owner_scopes": OWNER_SCOPES,
             "new_key": request.session.pop(NEW_KEY_SESSION_KEY, None),
+            "bulk_actions": [("revoke", "Revoke", True)],
         },
         status=status,
     )
@@ -98,4 +109,44 @@ def api_key_revoke_page(request: ConsoleRequest, key_id: str) -> HttpResponse:
             "workspaces/api_key_list.html#api-key-row",
             {"key": key, "is_owner": request.is_owner},
         )
+    return redirect("workspaces:api_key_list")
+
+
+@require_POST
+@console_view
+def api_key_bulk_revoke(request: ConsoleRequest) -> HttpResponse:
+    """Revoke the ticked keys: a page says how many and what stops working, then (confirm=1)
+    each is revoked through `api_key_revoke`, which holds who may revoke what."""
+    try:
+        ids = bulk_ids(request)
+        if not ids:
+            raise BadRequest("Tick the keys to revoke first.")
+    except BadRequest as exc:
+        messages.error(request, exc.message)
+        return redirect("workspaces:api_key_list")
+    if request.POST.get("confirm") != "1":
+        keys = list(api_key_list(agent=request.agent).filter(pk__in=ids, revoked_at__isnull=True))
+        if not keys:
+            messages.error(request, "None of those keys can be revoked: already revoked or gone.")
+            return redirect("workspaces:api_key_list")
+        count = len(keys)
+        noun = "key" if count == 1 else "keys"
+        return bulk_confirm(
+            request,
+            section="api_keys",
+            action_url=reverse("workspaces:api_key_bulk_revoke"),
+            cancel_url=reverse("workspaces:api_key_list"),
+            action="revoke",
+            question=f"Revoke {count} {noun}?",
+            consequence="Integrations using them stop working immediately. This cannot be undone.",
+            names=[f"{key.name} ({key.prefix}…)" for key in keys],
+            ids=[key.pk for key in keys],
+            confirm_label=f"Revoke {count} {noun}",
+            danger=True,
+        )
+    outcome = bulk_apply(
+        ids,
+        lambda pk: api_key_revoke(agent=request.agent, key_id=pk, by_user=request.user),
+    )
+    messages.success(request, outcome.summary(verb="Revoked", noun="key", plural="keys"))
     return redirect("workspaces:api_key_list")

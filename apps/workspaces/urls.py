@@ -10,6 +10,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("agent/switch/", pages.agent_switch, name="agent_switch"),
     path("api-keys/", pages.api_key_list_page, name="api_key_list"),
+    path("api-keys/revoke/", pages.api_key_bulk_revoke, name="api_key_bulk_revoke"),
     path("api-keys/new/", pages.api_key_create_page, name="api_key_create"),
     path("api-keys/<str:key_id>/revoke/", pages.api_key_revoke_page, name="api_key_revoke"),
     path("agents/", agent_pages.agent_list_page, name="agent_list"),

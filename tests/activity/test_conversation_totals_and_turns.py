@@ -60,9 +60,9 @@ def test_conversation_list_shows_the_columns(signed_in, agent):
     run_factory(conversation=conversation, credits_charged=2.5)
     html = signed_in.get(reverse("activity:conversation_list")).content.decode()
     assert '<th class="num">Messages</th>' in html
-    assert '<td class="num" data-column="messages">1</td>' in html
-    assert '<td class="num" data-column="runs">1</td>' in html
-    assert '<td class="num" data-column="credits">2.5</td>' in html
+    assert '<td data-label="Messages" class="num" data-column="messages">1</td>' in html
+    assert '<td data-label="Runs" class="num" data-column="runs">1</td>' in html
+    assert '<td data-label="Credits" class="num" data-column="credits">2.5</td>' in html
 
 
 def test_each_run_belongs_to_the_answer_recorded_after_it_started(agent):

@@ -115,7 +115,8 @@ def test_the_page_shows_a_filtered_custom_range(client, owner, agent, spread):
     ).content.decode()
     scope_line = re.search(r'id="overview-scope">(.*?)</p>', html, re.S).group(1)
     assert "Mar 10, 2026 – Mar 14, 2026 (5 days)" in scope_line
-    assert "model <code>big</code>" in scope_line and "user Alice" in scope_line
+    assert "model <code>big</code>" in scope_line
+    assert 'user <span class="chip picked-user" id="picked-user">Alice</span>' in scope_line
     assert re.search(r'id="stat-runs">2<', html)
     # The preset links keep the filters.
     assert f"user_id={spread['alice'].id}" in html and "days=7" in html

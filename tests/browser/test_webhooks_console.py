@@ -24,10 +24,10 @@ def test_configure_reveal_rotate_and_send_a_test(console_page, receiver, agent):
 
     page.fill("#id_url", receiver.url_for("/hook"))
     page.uncheck("input[name=events][value='run.aborted']")
-    page.check("#id_enabled")
-    page.click("#webhook-config-form button[type=submit]")
+    page.click("#save-and-enable")
     page.get_by_text("Webhook settings saved.").wait_for()
-    assert page.locator("#webhook-state").inner_text().strip() == "Active"
+    assert page.locator("#webhook-state").inner_text().strip() == "Healthy"
+    assert "No attempt yet" in page.locator("#webhook-health").inner_text()
     webhook = Webhook.objects.get(agent=agent)
     assert webhook.events == ["run.completed", "run.failed"]
 
@@ -93,3 +93,80 @@ def test_filter_deliveries_by_status(console_page, receiver, agent):
     page.locator(f"#delivery-row-{pending.pk}").wait_for(state="detached")
     assert page.locator(f"#delivery-row-{failed.pk}").is_visible()
     assert "status=failed" in page.url
+
+
+UNRESOLVABLE = "https://hooks.example.invalid/agent"
+
+
+def test_an_owner_is_never_trapped_by_a_url_that_stopped_resolving(console_page, agent):
+    """Events change and sending stops although the saved host no longer resolves; the badge
+    and the form never disagree."""
+    from tests.webhooks.factories import webhook_factory
+
+    page = console_page
+    webhook_factory(agent=agent, url=UNRESOLVABLE)
+    page.goto(f"{page.live_server_url}/webhooks/")
+    assert page.locator("#webhook-state").inner_text().strip() == "Healthy"
+
+    page.uncheck("input[name=events][value='run.aborted']")
+    page.click("#save-config")
+    page.get_by_text("Webhook settings saved.").wait_for()
+    assert Webhook.objects.get(agent=agent).events == ["run.completed", "run.failed"]
+
+    page.click("#disable-button")
+    page.get_by_text("Sending is off: no deliveries are recorded.").first.wait_for()
+    assert page.locator("#webhook-state").inner_text().strip() == "Disabled"
+    assert page.locator("#enable-button").is_visible()
+
+    # A bad new URL is not saved, and the page says so beside the unchanged badge.
+    page.fill("#id_url", "http://10.0.0.5/hook")
+    page.click("#save-config")
+    page.locator("#config-not-saved").wait_for()
+    assert page.locator("#webhook-state").inner_text().strip() == "Disabled"
+    assert Webhook.objects.get(agent=agent).url == UNRESOLVABLE
+
+
+def test_failing_health_and_retry_all_failed_since_with_the_keyboard(console_page, receiver, agent):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.webhooks.services import delivery_send_test
+    from tests.webhooks.factories import delivery_factory, webhook_factory
+
+    page = console_page
+    webhook = webhook_factory(agent=agent, url=receiver.url_for("/hook"))
+    receiver.expect_ordered_request("/hook").respond_with_data("down", status=503)
+    delivery_send_test(agent=agent)
+    failed = [
+        delivery_factory(
+            webhook=webhook,
+            status="failed",
+            next_attempt_at=None,
+            created_at=timezone.now() - timedelta(minutes=m),
+        )
+        for m in (5, 10, 15)
+    ]
+    page.goto(f"{page.live_server_url}/webhooks/")
+    assert page.locator("#webhook-state").inner_text().strip() == "Failing"
+    assert "503 Service Unavailable" in page.locator("#webhook-last-error").inner_text()
+    # A succeeded delivery has no Retry; a failed one has.
+    assert page.locator(f"#delivery-row-{failed[0].pk} .retry-button").is_visible()
+
+    page.focus("#recover-since")
+    for _ in range(8):  # through the date and time fields to the "Retry failed..." button
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "recover-preview":
+            break
+    assert page.evaluate("document.activeElement.id") == "recover-preview"
+    page.keyboard.press("Enter")
+    question = page.locator("#recover-question")
+    question.wait_for()
+    assert "Send 3 failed deliveries again?" in question.inner_text()
+    receiver.expect_request("/hook").respond_with_data("ok")
+    page.focus("#recover-confirm")
+    page.keyboard.press("Enter")
+    page.get_by_text("3 failed deliveries are being sent again.").wait_for()
+    assert (
+        WebhookDelivery.objects.filter(pk__in=[d.pk for d in failed], status="failed").count() == 0
+    )

@@ -75,3 +75,21 @@ def test_blank_bytes_named_as_a_binary_format_or_json_are_refused(api, name):
     assert response.status == 415, response.body
     assert "empty file" in response.json()["message"]
     assert not KnowledgeDocument.objects.exists()
+
+
+def test_the_list_shows_a_whitespace_only_file_as_without_text_not_plain_ready(
+    owner, agent, client
+):
+    """Issue 26, item 9: a whitespace-only file showed as a plain "Ready" in the list."""
+    empty = make_file_document(agent, b"  \n\t\n ", "spaces.txt")
+    full = make_file_document(agent, b"Opening hours: nine to five.", "hours.txt")
+    assert (empty.status, full.status) == ("ready", "ready")
+    client.force_login(owner)
+
+    html = client.get(reverse("knowledge:document_list")).content.decode()
+
+    empty_row = html.split(f'id="document-row-{empty.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert 'data-empty="true">Ready · no text</span>' in empty_row
+    assert "No text found in this file" in empty_row
+    full_row = html.split(f'id="document-row-{full.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert ">Ready</span>" in full_row and "no text" not in full_row

@@ -136,3 +136,28 @@ def test_another_agents_server_is_a_404_page(owner_client, sibling_agent):
     assert owner_client.post(f"/tools/{other.pk}/discover/").status_code == 404
     assert owner_client.post(f"/tools/{other.pk}/delete/").status_code == 404
     assert McpServer.objects.filter(pk=other.pk).exists()
+
+
+def test_tools_runs_use_lists_built_in_ones_beside_the_servers(owner_client, agent, discovered):
+    """Issue 26, item 9: Tools listed MCP servers only, never the built-in tools runs use."""
+    from tests.activity.factories import run_factory
+
+    run_factory(agent=agent, tool_names=["search_knowledge", "forecast"], failed_tool_names=[])
+    run_factory(agent=agent, tool_names=["lookup_order"], failed_tool_names=["lookup_order"])
+    run_factory(agent=agent, tool_names=["lookup_order"], failed_tool_names=[])
+
+    html = owner_client.get("/tools/").content.decode()
+    card = html.split('id="tools-used"', 1)[1].split("</section>", 1)[0]
+    order = card.split('id="tool-used-lookup_order"', 1)[1]
+    assert '<span class="badge badge-builtin" data-source="built-in">Built-in</span>' in order
+    assert '<td class="num" data-label="Runs">2</td>' in order.split("</tr>", 1)[0]
+    assert '<span class="field-error">1</span>' in order.split("</tr>", 1)[0]
+    forecast = card.split('id="tool-used-forecast"', 1)[1].split("</tr>", 1)[0]
+    assert f'href="/tools/{discovered.pk}/">Weather</a>' in forecast  # offered by a server
+    assert 'id="tool-used-search_knowledge"' in card
+
+
+def test_knowledge_search_is_listed_while_on_even_before_a_run_uses_it(owner_client, agent):
+    html = owner_client.get("/tools/").content.decode()
+    row = html.split('id="tool-used-search_knowledge"', 1)[1].split("</tr>", 1)[0]
+    assert "Built-in" in row and "Not used yet" in row

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from apps.webhooks.models import Webhook
+from apps.webhooks.models import Webhook, WebhookDelivery
 from tests.webhooks.conftest import received
 from tests.webhooks.factories import delivery_factory, webhook_factory
 
@@ -294,3 +294,160 @@ def test_deliveries_page_back_with_newer(owner_client, agent):
         newer_id="newer-deliveries",
         row_pattern=r'id="delivery-row-(dlv_\w+)"',
     )
+
+
+# --- Health, trapped owners and "retry all failed since" (issue 26, item 2) ------------------
+
+UNRESOLVABLE = "https://hooks.example.invalid/agent"
+
+
+def test_events_change_and_disable_while_the_saved_url_no_longer_resolves(owner_client, agent):
+    webhook_factory(agent=agent, url=UNRESOLVABLE)
+
+    saved = owner_client.post("/webhooks/config/", {"url": UNRESOLVABLE, "events": ["run.failed"]})
+    assert saved.status_code == 302
+    assert Webhook.objects.get(agent=agent).events == ["run.failed"]
+
+    disabled = owner_client.post("/webhooks/enable/", {"enabled": "0"}, follow=True)
+    html = disabled.content.decode()
+    assert 'data-state="disabled"' in html and "Sending is off" in html
+    assert Webhook.objects.get(agent=agent).enabled is False
+
+
+def test_a_failed_save_keeps_the_saved_state_and_says_not_saved(owner_client, agent, settings):
+    settings.NETGUARD_ALLOW_LOOPBACK = False
+    webhook_factory(agent=agent)
+
+    response = owner_client.post(
+        "/webhooks/config/", {"url": "http://10.0.0.5/hook", "events": ["run.failed"]}
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "Not saved: the webhook keeps its previous settings." in html
+    assert 'data-state="healthy"' in html
+    # The form has no "send events" checkbox that could disagree with the badge.
+    assert 'type="checkbox" name="enabled"' not in html
+    assert Webhook.objects.get(agent=agent).enabled is True
+
+
+def test_save_and_start_sending_enables_a_new_webhook(owner_client, agent, settings):
+    settings.NETGUARD_ALLOW_LOOPBACK = True
+    page = owner_client.get("/webhooks/").content.decode()
+    assert 'id="save-and-enable"' in page
+
+    owner_client.post(
+        "/webhooks/config/", {"url": "http://127.0.0.1:9/h", "events": ["run.failed"]}
+    )
+    assert Webhook.objects.get(agent=agent).enabled is False  # plain Save does not enable
+    owner_client.post(
+        "/webhooks/config/",
+        {"url": "http://127.0.0.1:9/h", "events": ["run.failed"], "enabled": "on"},
+    )
+    assert Webhook.objects.get(agent=agent).enabled is True
+
+
+def test_failing_webhook_shows_since_when_and_the_last_error(owner_client, agent, receiver):
+    webhook_factory(agent=agent, url=receiver.url_for("/hook"))
+    receiver.expect_request("/hook").respond_with_data("down", status=503)
+    from apps.webhooks.services import delivery_send_test
+
+    delivery_send_test(agent=agent)
+    html = owner_client.get("/webhooks/").content.decode()
+
+    assert 'data-state="failing"' in html and ">Failing<" in html
+    assert "Failing since" in html
+    assert "The endpoint answered 503 Service Unavailable." in html
+
+
+def test_no_retry_button_on_a_succeeded_delivery(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    done = delivery_factory(webhook=webhook, status="succeeded", next_attempt_at=None)
+    failed = delivery_factory(webhook=webhook, status="failed", next_attempt_at=None)
+
+    html = owner_client.get("/webhooks/").content.decode()
+    assert f"/webhooks/deliveries/{failed.pk}/retry/" in html
+    assert f"/webhooks/deliveries/{done.pk}/retry/" not in html
+    detail = owner_client.get(f"/webhooks/deliveries/{done.pk}/").content.decode()
+    assert "Retry now" not in detail
+
+
+def test_recover_asks_with_the_count_then_sends_them_again(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    now = timezone.now()
+    for hours in (1, 2, 30):
+        delivery_factory(
+            webhook=webhook,
+            status="failed",
+            next_attempt_at=None,
+            created_at=now - timedelta(hours=hours),
+        )
+    since = (now - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+
+    preview = owner_client.get(
+        f"/webhooks/deliveries/recover/?since={since}",
+        headers={**HTMX, "HX-Target": "recover-panel"},
+    ).content.decode()
+    assert "<html" not in preview
+    assert "Send 2 failed deliveries again?" in preview
+    assert 'id="recover-confirm"' in preview
+
+    done = owner_client.post("/webhooks/deliveries/recover/", {"since": since}, follow=True)
+    assert "2 failed deliveries are being sent again." in done.content.decode()
+    assert WebhookDelivery.objects.filter(status="pending").count() == 2
+    assert WebhookDelivery.objects.filter(status="failed").count() == 1
+
+
+def test_recover_with_a_bad_time_says_why_and_changes_nothing(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    delivery_factory(webhook=webhook, status="failed", next_attempt_at=None)
+
+    preview = owner_client.get("/webhooks/deliveries/recover/?since=soon").content.decode()
+    assert "YYYY-MM-DD HH:MM" in preview
+    posted = owner_client.post("/webhooks/deliveries/recover/", {"since": "2999-01-01T00:00"})
+    assert posted.status_code == 302
+    assert WebhookDelivery.objects.get().status == "failed"
+
+
+def test_members_cannot_recover_or_disable(member, agent):
+    client = Client()
+    client.force_login(member)
+    assert client.post("/webhooks/enable/", {"enabled": "0"}).status_code == 403
+    assert client.get("/webhooks/deliveries/recover/?since=2026-01-01T00:00").status_code == 403
+
+
+def test_bulk_retry_asks_with_the_count_of_retryable_ones_then_requeues(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    failed = delivery_factory(webhook=webhook, status="failed", next_attempt_at=None)
+    later = delivery_factory(
+        webhook=webhook, status="pending", next_attempt_at=timezone.now() + timedelta(hours=5)
+    )
+    arrived = delivery_factory(webhook=webhook, status="succeeded", next_attempt_at=None)
+    ids = [failed.pk, later.pk, arrived.pk]
+
+    asked = owner_client.post("/webhooks/deliveries/retry/", {"ids": ids}).content.decode()
+    assert "Retry 2 deliveries?" in asked
+    assert "1 of those ticked already arrived or are in flight" in asked
+    assert arrived.pk not in asked.split('id="bulk-confirm"')[0].split("<ul")[1]
+
+    done = owner_client.post(
+        "/webhooks/deliveries/retry/", {"ids": ids, "confirm": "1"}, follow=True
+    )
+    assert "2 deliveries are being sent again." in done.content.decode()
+    statuses = dict(WebhookDelivery.objects.values_list("pk", "status"))
+    assert (statuses[failed.pk], statuses[later.pk], statuses[arrived.pk]) == (
+        "pending",
+        "pending",
+        "succeeded",
+    )
+    later.refresh_from_db()
+    assert later.next_attempt_at <= timezone.now()  # due now, not in five hours
+
+
+def test_a_succeeded_delivery_has_no_bulk_box(owner_client, agent):
+    webhook = webhook_factory(agent=agent)
+    arrived = delivery_factory(webhook=webhook, status="succeeded", next_attempt_at=None)
+    failed = delivery_factory(webhook=webhook, status="failed", next_attempt_at=None)
+    html = owner_client.get("/webhooks/").content.decode()
+    assert f'value="{failed.pk}" form="bulk-deliveries"' in html
+    assert f'value="{arrived.pk}" form="bulk-deliveries"' not in html

@@ -162,3 +162,40 @@ def test_member_cannot_grant_owner_scopes_through_the_shared_rule(client, member
     assert response.status_code == 400
     assert b"Only workspace owners can grant: webhooks:read" in response.content
     assert not ApiKey.objects.exists()
+
+
+# --- bulk revoke (issue 26, item 4) ------------------------------------------------------------
+
+
+def test_bulk_revoke_asks_with_the_count_then_revokes_at_once(owner_client, agent, owner):
+    from tests.conftest import ApiClient
+    from tests.factories import api_key_factory
+
+    keys = [api_key_factory(agent=agent, scopes=["runs:read"], created_by=owner) for _ in range(3)]
+    ids = [key.pk for key, _raw in keys[:2]]
+
+    asked = owner_client.post("/api-keys/revoke/", {"ids": ids}).content.decode()
+    assert "Revoke 2 keys?" in asked and "stop working immediately" in asked
+
+    done = owner_client.post("/api-keys/revoke/", {"ids": ids, "confirm": "1"}, follow=True)
+    assert "Revoked 2 keys." in done.content.decode()
+    assert [ApiClient(raw).get("/v1/connection").status for _key, raw in keys] == [401, 401, 200]
+
+
+def test_a_member_bulk_revoking_others_keys_is_told_why_they_stay(member, agent, owner):
+    from django.test import Client
+
+    from tests.factories import api_key_factory
+
+    owners_key, _ = api_key_factory(agent=agent, scopes=["runs:read"], created_by=owner)
+    client = Client()
+    client.force_login(member)
+    done = client.post(
+        "/api-keys/revoke/", {"ids": [owners_key.pk], "confirm": "1"}, follow=True
+    ).content.decode()
+    assert (
+        "Revoked 0 keys. 1 left as it was: Only owners can revoke keys created by someone else."
+        in done
+    )
+    owners_key.refresh_from_db()
+    assert owners_key.revoked_at is None

@@ -3,7 +3,7 @@
 - `configuration`: the webhook's URL, events, enabled and paused state, and its signing secret;
 - `outbox`: recording an event as a pending delivery, in the transaction that caused it;
 - `dispatch`: claiming, sending and recording attempts, the retry schedule and the sweeps;
-- `manual`: an owner's retry of one delivery and test sends.
+- `manual`: an owner's retry of one delivery, "retry all failed since" and test sends.
 
 Callers import from `apps.webhooks.services`; the names below are the package's public face.
 """
@@ -18,10 +18,17 @@ from apps.webhooks.services.dispatch import (
     deliveries_hold_inactive,
     deliveries_reclaim_expired,
     delivery_send_due,
+    health_record_attempt,
     pause_after_failures,
     retry_schedule,
 )
-from apps.webhooks.services.manual import delivery_retry, delivery_send_test
+from apps.webhooks.services.manual import (
+    RETRYABLE,
+    deliveries_recover,
+    deliveries_retry,
+    delivery_retry,
+    delivery_send_test,
+)
 from apps.webhooks.services.outbox import (
     delivery_record_for_run,
     delivery_record_for_usage_threshold,
@@ -31,6 +38,9 @@ from apps.webhooks.services.outbox import (
 )
 
 __all__ = [
+    "RETRYABLE",
+    "deliveries_recover",
+    "deliveries_retry",
     "deliveries_dispatch_due",
     "deliveries_hold_inactive",
     "deliveries_reclaim_expired",
@@ -42,6 +52,7 @@ __all__ = [
     "delivery_send_due",
     "delivery_send_test",
     "event_body",
+    "health_record_attempt",
     "pause_after_failures",
     "retry_schedule",
     "webhook_secret_reveal",

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.common.errors import BadRequest
-from apps.common.netguard import BlockedURL, check_url
+from apps.common.netguard import BlockedURL, check_url, normalize_url
 from apps.webhooks.models import (
     EVENT_TYPES,
     RUN_EVENT_TYPES,
@@ -48,6 +48,17 @@ def _validate_url(raw) -> str:
     return url
 
 
+def _is_unchanged_url(raw, saved: str | None) -> bool:
+    """Whether `raw` names the saved URL. An unchanged URL is not checked again: its host may
+    have stopped resolving, and the owner must still be able to change events or disable."""
+    if not isinstance(raw, str) or not raw.strip() or saved is None:
+        return False
+    try:
+        return normalize_url(raw) == saved
+    except BlockedURL:
+        return False
+
+
 def _validate_events(events) -> list[str]:
     if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
         raise BadRequest("events: Must be an array of event names.")
@@ -73,7 +84,7 @@ def webhook_update(*, agent, url=_UNSET, events=_UNSET, enabled=_UNSET, paused=_
         webhook, _created = _webhook_for_update(agent)
         now = timezone.now()
         changed: list[str] = []
-        if url is not _UNSET:
+        if url is not _UNSET and not _is_unchanged_url(url, webhook.url):
             webhook.url = None if url in (None, "") else _validate_url(url)
             changed.append("url")
         if events is not _UNSET:

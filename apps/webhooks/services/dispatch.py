@@ -309,8 +309,31 @@ def _record_locked(
     if delivery.retry_count != retry_count_before:  # only an automatic retry moves the schedule
         delivery_fields.append("retry_count")
     delivery.save(update_fields=delivery_fields)
-    if webhook_fields:
-        webhook.save(update_fields=webhook_fields)
+    webhook_fields += health_record_attempt(
+        webhook, status=outcome.status, error=outcome.error_message, at=finished_at
+    )
+    webhook.save(update_fields=webhook_fields)
+
+
+def health_record_attempt(
+    webhook: Webhook, *, status: str, error: str | None, at: datetime
+) -> list[str]:
+    """Move the webhook's delivery health by one recorded attempt (the caller saves the
+    webhook); returns the fields set.
+
+    Every attempt counts, test sends and manual retries too: each is the endpoint answering
+    (or not) now, which is what the owner asks the health badge about.
+    """
+    webhook.last_attempt_at = at
+    if status == AttemptStatus.SUCCEEDED:
+        webhook.last_success_at = at
+        webhook.failing_since = None
+        return ["last_attempt_at", "last_success_at", "failing_since"]
+    if webhook.failing_since is None:
+        webhook.failing_since = at
+    webhook.last_error = error
+    webhook.last_error_at = at
+    return ["last_attempt_at", "failing_since", "last_error", "last_error_at"]
 
 
 def _next_state(

@@ -1,5 +1,6 @@
-"""An owner's manual actions on deliveries: retry one now, or send a test event built from a
-real run of the Agent (or an example with the same shape)."""
+"""An owner's manual actions on deliveries: retry one now, send every failed one again (Svix's
+"recover"), or send a test event built from a real run of the Agent (or an example with the
+same shape)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from apps.webhooks.models import (
     Webhook,
     WebhookDelivery,
 )
-from apps.webhooks.services.dispatch import _attempt, _mark_sending
+from apps.webhooks.services.dispatch import _attempt, _enqueue_dispatch, _mark_sending
 from apps.webhooks.services.outbox import event_body
 
 
@@ -45,6 +46,58 @@ def delivery_retry(*, agent, delivery_id: str) -> WebhookDelivery:
     from apps.webhooks.selectors import delivery_get
 
     return delivery_get(agent=agent, delivery_id=delivery_id)
+
+
+def deliveries_recover(*, agent, since: datetime, now: datetime | None = None) -> int:
+    """Send again every failed delivery created since `since` (not test sends); returns how
+    many. They become due now and the dispatcher sends them: one attempt each on the schedule
+    they had, so one that fails again is `failed` again. While the webhook is paused or
+    disabled they wait as `paused` and go when it resumes."""
+    from apps.webhooks.selectors import delivery_recoverable, webhook_get
+
+    if since.tzinfo is None:
+        raise BadRequest("since: Give a time with its time zone.")
+    now = now or timezone.now()
+    if since > now:
+        raise BadRequest("since: Must not be in the future.")
+    webhook = webhook_get(agent=agent)
+    if webhook is None or not webhook.url:
+        raise Conflict("The webhook has no URL to send to; set one first.")
+    return _requeue(delivery_recoverable(agent=agent, since=since), webhook=webhook, now=now)
+
+
+def _requeue(deliveries, *, webhook, now: datetime) -> int:
+    """Make `deliveries` due now (held as `paused` while the webhook is inactive); the
+    dispatcher sends them. Returns how many."""
+    active = webhook.is_active
+    with transaction.atomic():
+        # Filtered on status again by the UPDATE itself: a row a dispatcher moved meanwhile
+        # is left alone.
+        count = deliveries.update(
+            status=DeliveryStatus.PENDING if active else DeliveryStatus.PAUSED,
+            next_attempt_at=now if active else None,
+            updated_at=now,
+        )
+        if count and active:
+            transaction.on_commit(_enqueue_dispatch, robust=True)
+    return count
+
+
+# The statuses a bulk retry sends again: not `sending` (in flight) nor `succeeded` (arrived).
+RETRYABLE = (DeliveryStatus.PENDING, DeliveryStatus.FAILED, DeliveryStatus.PAUSED)
+
+
+def deliveries_retry(*, agent, delivery_ids: list[str], now: datetime | None = None) -> int:
+    """Retry several deliveries (the console's bulk Retry): those of `delivery_ids` that are
+    pending, failed or paused become due now and the dispatcher sends them, rather than this
+    request sending each in turn. Returns how many; the others are left as they are."""
+    from apps.webhooks.selectors import webhook_get
+
+    webhook = webhook_get(agent=agent)
+    if webhook is None or not webhook.url:
+        raise Conflict("The webhook has no URL to send to; set one first.")
+    chosen = WebhookDelivery.objects.filter(agent=agent, pk__in=delivery_ids, status__in=RETRYABLE)
+    return _requeue(chosen, webhook=webhook, now=now or timezone.now())
 
 
 def _sample_run(*, agent, status: str, now: datetime) -> dict:
