@@ -13,7 +13,7 @@ import secrets
 from urllib.parse import urlsplit
 
 from django.db import transaction
-from oauth2_provider.models import RefreshToken
+from oauth2_provider.models import Grant, RefreshToken
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import BaseScopes
 from oauthlib.oauth2.rfc6749 import errors
@@ -215,6 +215,29 @@ class AgentGrantValidator(OAuth2Validator):
             code_checksum=_checksum(code), application=request.client, token_family=family
         )
 
+    # Between checking a code and reading its PKCE challenge and redirect URI, a concurrent
+    # exchange of the same code may have spent it (deleted it): the toolkit's reads then raised
+    # DoesNotExist, a 500. It is a spent code: invalid_grant.
+
+    def get_code_challenge(self, code, request):
+        return _or_spent(
+            request, lambda: super(AgentGrantValidator, self).get_code_challenge(code, request)
+        )
+
+    def get_code_challenge_method(self, code, request):
+        return _or_spent(
+            request,
+            lambda: super(AgentGrantValidator, self).get_code_challenge_method(code, request),
+        )
+
+    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, *args, **kwargs):
+        return _or_spent(
+            kwargs.get("request") or (args[0] if args else None),
+            lambda: super(AgentGrantValidator, self).confirm_redirect_uri(
+                client_id, code, redirect_uri, client, *args, **kwargs
+            ),
+        )
+
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         from apps.mcp_server.models import SpentAuthorizationCode
 
@@ -235,6 +258,13 @@ class AgentGrantValidator(OAuth2Validator):
         if len(agent_items) > 1 or (agent_items and not agent_id):
             return False
         return super().validate_scopes(client_id, permissions, client, request, *args, **kwargs)
+
+
+def _or_spent(request, read):
+    try:
+        return read()
+    except Grant.DoesNotExist:
+        raise errors.InvalidGrantError(request=request) from None
 
 
 def _checksum(value: str) -> str:
