@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import threading
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
-from apps.knowledge import embeddings
+from apps.knowledge import embeddings, lexical
 from apps.workspaces.models import Agent
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -42,45 +43,6 @@ KEYWORD_CANDIDATE_CAP = 300
 # Chunks whose exact vectors are read after the sign-bit scan (the scan's shortlist).
 VECTOR_PREFILTER = 400
 RRF_K = 60
-
-# Language codes of py3langid -> PostgreSQL text search configurations (PostgreSQL 15 ships
-# these). Anything else, CJK included, is searched word for word with "simple".
-LANGUAGE_CONFIGS = {
-    "ar": "arabic",
-    "hy": "armenian",
-    "eu": "basque",
-    "ca": "catalan",
-    "da": "danish",
-    "nl": "dutch",
-    "en": "english",
-    "fi": "finnish",
-    "fr": "french",
-    "de": "german",
-    "el": "greek",
-    "hi": "hindi",
-    "hu": "hungarian",
-    "id": "indonesian",
-    "ga": "irish",
-    "it": "italian",
-    "lt": "lithuanian",
-    "ne": "nepali",
-    "nb": "norwegian",
-    "no": "norwegian",
-    "pt": "portuguese",
-    "ro": "romanian",
-    "ru": "russian",
-    "sr": "serbian",
-    "es": "spanish",
-    "sv": "swedish",
-    "ta": "tamil",
-    "tr": "turkish",
-    "yi": "yiddish",
-}
-SEARCH_CONFIGS = frozenset(LANGUAGE_CONFIGS.values()) | {"simple"}
-# Detection reads this much of a document and trusts only a confident answer on enough text.
-_DETECT_CHARS = 20_000
-_DETECT_MIN_LETTERS = 40
-_DETECT_MIN_PROBABILITY = 0.9
 
 # Markers around highlighted words inside the database's snippet; control characters, so they
 # cannot be confused with the text, which is HTML-escaped before they become <mark> tags.
@@ -95,9 +57,6 @@ _TABLE_PIPES = re.compile(r"(?:\s*\|\s*)+")  # the end of a row and the start of
 _HEADING_MARK = re.compile(r"(?:^|(?<=\s))#{1,6}(?=\s)")
 _INLINE_MARKUP = re.compile(r"\*\*|__|`+")
 _SPACES = re.compile(r"\s+")
-_TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
-_WORD = re.compile(r"\w+")
-_MARKUP = re.compile(r"[#*_`>|\[\]()!-]+|https?://\S+")
 
 
 @dataclass(frozen=True)
@@ -120,28 +79,6 @@ class SearchHit:
         return path
 
 
-_identifier = None
-_identifier_lock = threading.Lock()
-
-
-def detect_language(markdown: str) -> str:
-    """The text search configuration for a document's text: its language when py3langid is
-    confident, else "simple" (which also serves Chinese, Japanese and Korean)."""
-    global _identifier
-    sample = _MARKUP.sub(" ", markdown[:_DETECT_CHARS])
-    if sum(character.isalpha() for character in sample) < _DETECT_MIN_LETTERS:
-        return "simple"
-    with _identifier_lock:
-        if _identifier is None:
-            from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-            _identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-        code, probability = _identifier.classify(sample)
-    if probability < _DETECT_MIN_PROBABILITY:
-        return "simple"
-    return LANGUAGE_CONFIGS.get(code, "simple")
-
-
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
 
@@ -153,7 +90,7 @@ def index_chunks(chunks) -> None:
     with connection.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO knowledge_chunk_fts (rowid, text) VALUES (%s, %s)",
-            [(chunk.pk, chunk.text) for chunk in chunks],
+            [(chunk.pk, chunk.index_text or chunk.text) for chunk in chunks],
         )
 
 
@@ -192,8 +129,9 @@ def search_chunks(*, agent: Agent, query: str, limit: int, mode: str = "hybrid")
     keyword: list[int] = []
     snippets: dict[int, str] = {}
     scores: dict[int, float] = {}
+    matched = ""
     if mode in ("hybrid", "keyword"):
-        ranked = _keyword_candidates(
+        ranked, matched = _keyword_candidates(
             agent_id=agent.pk, query=query, configs=state.configs, limit=pool
         )
         keyword = [row[0] for row in ranked]
@@ -210,13 +148,21 @@ def search_chunks(*, agent: Agent, query: str, limit: int, mode: str = "hybrid")
     chosen = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))[:limit]
     if not chosen:
         return []
-    rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, query=query, ids=chosen)}
+    rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, matched=matched, ids=chosen)}
+    words = lexical.parse_query(query).words
     hits = []
     for chunk_id in chosen:
         row = rows.get(chunk_id)
         if row is None:  # deleted or disabled between the two queries
             continue
-        raw_snippet = snippets.get(chunk_id) if not is_postgres() else row[5]
+        text, bigrammed = row[6], row[7]
+        if bigrammed:  # the index read character pairs: mark them in the text itself
+            snippet = render_snippet(lexical.highlight(text, words))
+        elif is_postgres():
+            snippet = render_snippet(row[5]) if matched else _plain_snippet(text)
+        else:
+            raw = snippets.get(chunk_id)
+            snippet = render_snippet(raw) if raw else _plain_snippet(text)
         hits.append(
             SearchHit(
                 chunk_id=chunk_id,
@@ -224,7 +170,7 @@ def search_chunks(*, agent: Agent, query: str, limit: int, mode: str = "hybrid")
                 document_name=row[2],
                 heading_path=_json_list(row[3]),
                 position=row[4],
-                snippet=render_snippet(raw_snippet) if raw_snippet else _plain_snippet(row[5]),
+                snippet=snippet,
                 score=round(scores[chunk_id], 6),
             )
         )
@@ -246,7 +192,7 @@ def reciprocal_rank_fusion(rankings: list[list[int]]) -> dict[int, float]:
 
 @dataclass(frozen=True)
 class AgentSearchState:
-    configs: list[str]  # text search configurations of the Agent's ready documents
+    configs: list[str]  # text search configurations of the Agent's ready passages
     document_count: int
     embedded_count: int
     stamp: tuple  # changes whenever the Agent's documents or their vectors change
@@ -255,20 +201,20 @@ class AgentSearchState:
 def _agent_state(agent_id: str) -> AgentSearchState:
     if is_postgres():
         sql = (
-            "SELECT coalesce(string_agg(DISTINCT language, ','), ''), count(*), "
+            "SELECT coalesce(string_agg(DISTINCT search_configs, ','), ''), count(*), "
             "coalesce(sum(embedded_chunk_count), 0), max(updated_at) "
             "FROM knowledge_document WHERE agent_id = %s AND status = 'ready'"
         )
     else:
         sql = (
-            "SELECT coalesce(group_concat(DISTINCT language), ''), count(*), "
+            "SELECT coalesce(group_concat(DISTINCT search_configs), ''), count(*), "
             "coalesce(sum(embedded_chunk_count), 0), max(updated_at) "
             "FROM knowledge_document WHERE agent_id = %s AND status = 'ready'"
         )
     with connection.cursor() as cursor:
         cursor.execute(sql, [agent_id])
         languages, documents, embedded, changed = cursor.fetchone()
-    configs = sorted({name for name in languages.split(",") if name in SEARCH_CONFIGS})
+    configs = sorted({name for name in languages.split(",") if name in lexical.SEARCH_CONFIGS})
     return AgentSearchState(
         configs=configs or ["simple"],
         document_count=documents,
@@ -279,50 +225,196 @@ def _agent_state(agent_id: str) -> AgentSearchState:
 
 # --- keyword half ----------------------------------------------------------------------------
 
-_POSTGRES_KEYWORD_SQL = """
-SELECT c.id, ts_rank_cd(c.search_vector, {tsquery}, 1) AS score
-FROM (
-    SELECT id, search_vector FROM knowledge_chunk
-    WHERE agent_id = %(agent_id)s AND is_searchable AND search_vector @@ {tsquery}
-    LIMIT %(cap)s
-) c
+# BM25's parameters (the usual ones: Lucene's, Elasticsearch's, rank_bm25's).
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Query terms rarer than this, together, are matched exhaustively (every chunk holding one of
+# them is ranked); the others are "common": of the chunks holding all of them, at most
+# KEYWORD_CANDIDATE_CAP are ranked too. A chunk holding only a common term of a query that has
+# rarer ones would rank below those anyway.
+KEYWORD_EXACT_BUDGET = 2000
+# Configurations whose stop lists tell a stop word of the query in "simple" text (which keeps
+# every word): English always, plus the languages of the Agent's passages.
+_STOP_WORD_CONFIGS = ("english",)
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """The query's index terms with their document frequencies, and BM25's collection size."""
+
+    frequencies: dict[str, int]  # term -> searchable chunks of the Agent holding it
+    chunk_count: int
+    average_length: float  # distinct terms per chunk
+
+    def weights(self) -> dict[str, float]:
+        """BM25's idf of each term found in at least one chunk."""
+        total = max(self.chunk_count, 1)
+        return {
+            term: math.log(1 + (total - found + 0.5) / (found + 0.5))
+            for term, found in self.frequencies.items()
+            if found > 0
+        }
+
+
+def _tsquery_literal(terms, operator: str) -> str:
+    """Index terms as a tsquery constant ('a' | 'b'): already normalised, so no parser runs."""
+    quoted = ("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in terms)
+    return f" {operator} ".join(quoted)
+
+
+_POSTGRES_TERMS_SQL = """
+SELECT q.config, q.lexeme, q.positions, coalesce(t.chunks, 0)::bigint, NULL::bigint
+FROM unnest(%(configs)s::text[]) AS q0(config)
+CROSS JOIN LATERAL (
+    SELECT q0.config, v.lexeme, v.positions
+    FROM unnest(to_tsvector(q0.config::regconfig, %(words)s)) AS v
+) q
+LEFT JOIN knowledge_term t ON t.agent_id = %(agent_id)s AND t.term = q.lexeme
+UNION ALL
+SELECT NULL, NULL, NULL, coalesce(sum(chunks), 0)::bigint, coalesce(sum(lexemes), 0)::bigint
+FROM knowledge_term_total WHERE agent_id = %(agent_id)s
+"""
+
+
+def _query_terms(*, agent_id: str, words: str, configs: list[str]) -> QueryTerms:
+    """Parse the query's words with each of the Agent's configurations (and English, for its
+    stop words) and read each term's document frequency, in one query."""
+    parse = sorted(set(configs) | set(_STOP_WORD_CONFIGS))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _POSTGRES_TERMS_SQL, {"configs": parse, "words": words, "agent_id": agent_id}
+        )
+        rows = cursor.fetchall()
+    chunk_count, lexeme_count = int(rows[-1][3]), int(rows[-1][4])
+    kept: dict[str, set[int]] = {}  # configuration -> positions of the query it kept
+    for config, _, positions, _, _ in rows[:-1]:
+        kept.setdefault(config, set()).update(positions or ())
+    # "simple" keeps every word; a position that a language's stop list dropped is a stop word.
+    every = kept.get("simple", set()) | {p for positions in kept.values() for p in positions}
+    stop = {
+        position
+        for position in every
+        if any(position not in kept.get(config, set()) for config in parse if config != "simple")
+    }
+    frequencies: dict[str, int] = {}
+    fallback: dict[str, int] = {}
+    for config, lexeme, positions, found, _ in rows[:-1]:
+        if config not in configs:
+            continue
+        if config == "simple" and set(positions or ()) <= stop:
+            fallback[lexeme] = found
+            continue
+        frequencies[lexeme] = found
+    if not frequencies:  # a query of stop words only: they are all it has
+        frequencies = fallback
+    return QueryTerms(
+        frequencies=frequencies,
+        chunk_count=chunk_count,
+        average_length=lexeme_count / chunk_count if chunk_count else 1.0,
+    )
+
+
+def _postgres_keyword(
+    *, agent_id: str, query: str, configs: list[str], limit: int
+) -> tuple[list[tuple[int, float]], str]:
+    """BM25 over the Agent's searchable chunks: (chunk id, score) best first, and the tsquery
+    of every matched term (for highlighting)."""
+    parsed = lexical.parse_query(query)
+    if parsed.is_empty:
+        return [], ""
+    terms = _query_terms(agent_id=agent_id, words=parsed.words, configs=configs)
+    weights = terms.weights()
+    if not weights:
+        return [], ""
+    by_rarity = sorted(weights, key=lambda term: (terms.frequencies[term], term))
+    rare: list[str] = []
+    spent = 0
+    for term in by_rarity:
+        spent += terms.frequencies[term]
+        if spent > KEYWORD_EXACT_BUDGET:
+            break
+        rare.append(term)
+    common = by_rarity[len(rare) :]
+    # Phrases must appear and excluded words must not, in the chunk's own configuration:
+    # written inline with constant configuration names (SEARCH_CONFIGS only) so the planner
+    # folds them into constant tsqueries.
+    filters = []
+    params: dict[str, object] = {
+        "agent_id": agent_id,
+        "terms": list(weights),
+        "idfs": list(weights.values()),
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "average": max(terms.average_length, 1.0),
+        "limit": limit,
+    }
+    safe = [name for name in configs if name in lexical.SEARCH_CONFIGS]
+    for index, phrase in enumerate(parsed.phrases):
+        params[f"phrase{index}"] = phrase
+        either = " || ".join(f"phraseto_tsquery('{name}', %(phrase{index})s)" for name in safe)
+        filters.append(f"AND search_vector @@ ({either})")
+    for index, word in enumerate(parsed.excluded):
+        params[f"excluded{index}"] = word
+        either = " || ".join(f"plainto_tsquery('{name}', %(excluded{index})s)" for name in safe)
+        filters.append(f"AND NOT search_vector @@ ({either})")
+    branches = []
+    if rare:
+        params["rare"] = _tsquery_literal(rare, "|")
+        params["rare_cap"] = KEYWORD_EXACT_BUDGET * 2  # frequencies may lag a running ingestion
+        branches.append("search_vector @@ %(rare)s::tsquery {filters} LIMIT %(rare_cap)s")
+    if common:
+        params["common"] = _tsquery_literal(common, "&")
+        params["cap"] = KEYWORD_CANDIDATE_CAP
+        branches.append("search_vector @@ %(common)s::tsquery {filters} LIMIT %(cap)s")
+    candidates = " UNION ALL ".join(
+        "(SELECT id, search_vector FROM knowledge_chunk "  # noqa: S608 - fixed SQL, constant names
+        "WHERE agent_id = %(agent_id)s AND is_searchable AND "
+        + branch.format(filters=" ".join(filters))
+        + ")"
+        for branch in branches
+    )
+    sql = _POSTGRES_BM25_SQL.format(candidates=candidates)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        ranked = [(row[0], float(row[1])) for row in cursor.fetchall()]
+    return ranked, _tsquery_literal(weights, "|")
+
+
+# Each candidate's BM25: for every query term it holds, idf * tf * (k1 + 1) / (tf + k1 * (1 - b
+# + b * length / average length)); tf is the term's number of positions in the chunk, length its
+# number of distinct terms (what a tsvector knows without reading the text).
+_POSTGRES_BM25_SQL = """
+WITH terms(term, idf) AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[])),
+candidates AS ({candidates})
+SELECT DISTINCT c.id, (
+    SELECT sum(t.idf * tf.n * (%(k1)s + 1) / (tf.n + %(k1)s * (1 - %(b)s + %(b)s
+               * length(c.search_vector) / %(average)s)))
+    FROM unnest(c.search_vector) AS v
+    JOIN terms t ON t.term = v.lexeme
+    CROSS JOIN LATERAL (SELECT greatest(coalesce(cardinality(v.positions), 1), 1)::float8 AS n) tf
+) AS score
+FROM candidates c
 ORDER BY score DESC, c.id
 LIMIT %(limit)s
 """
 
 
-def _tsquery(configs: list[str]) -> str:
-    # Configuration names come from SEARCH_CONFIGS only, never from input; written inline so
-    # the planner sees a constant tsquery and uses the GIN index.
-    return (
-        "("
-        + " || ".join(
-            f"websearch_to_tsquery('{name}', %(query)s)"
-            for name in configs
-            if name in SEARCH_CONFIGS
-        )
-        + ")"
-    )
-
-
 def _keyword_candidates(
     *, agent_id: str, query: str, configs: list[str], limit: int
-) -> list[tuple]:
-    """(chunk id, score[, raw snippet on SQLite]) of the best keyword matches, best first."""
+) -> tuple[list[tuple], str]:
+    """(chunk id, score[, raw snippet on SQLite]) of the best keyword matches, best first, and
+    the matched terms as a tsquery (PostgreSQL, for highlighting)."""
     if not is_postgres():
-        expression = fts5_expression(query)
+        expression = lexical.fts5_expression(query)
         if not expression:
-            return []
+            return [], ""
         with connection.cursor() as cursor:
             cursor.execute(_SQLITE_KEYWORD_SQL, [expression, agent_id, limit])
-            return cursor.fetchall()
-    sql = _POSTGRES_KEYWORD_SQL.format(tsquery=_tsquery(configs))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql,
-            {"query": query, "agent_id": agent_id, "cap": KEYWORD_CANDIDATE_CAP, "limit": limit},
-        )
-        return cursor.fetchall()
+            return cursor.fetchall(), ""
+    ranked, matched = _postgres_keyword(
+        agent_id=agent_id, query=query, configs=configs, limit=limit
+    )
+    return [tuple(row) for row in ranked], matched
 
 
 _SQLITE_KEYWORD_SQL = """
@@ -472,14 +564,18 @@ def _load_vectors(*, agent_id: str, stamp: tuple) -> AgentVectors:
 
 _POSTGRES_HITS_SQL = """
 SELECT c.id, c.document_id, d.name, c.heading_path, c.position,
-       ts_headline(c.search_config::regconfig, translate(c.text, '<>', %(brackets)s),
-                   websearch_to_tsquery(c.search_config::regconfig, %(query)s), %(headline)s)
+       CASE WHEN %(matched)s <> '' AND c.index_text IS NULL THEN
+           ts_headline(c.search_config::regconfig, translate(c.text, '<>', %(brackets)s),
+                       %(matched)s::tsquery, %(headline)s)
+       END,
+       c.text, c.index_text IS NOT NULL
 FROM knowledge_chunk c
 JOIN knowledge_document d ON d.id = c.document_id
 WHERE c.id = ANY(%(ids)s) AND c.agent_id = %(agent_id)s AND c.is_searchable
 """
 _SQLITE_HITS_SQL = """
-SELECT c.id, c.document_id, d.name, c.heading_path, c.position, substr(c.text, 1, 400)
+SELECT c.id, c.document_id, d.name, c.heading_path, c.position, NULL, c.text,
+       c.index_text IS NOT NULL
 FROM knowledge_chunk c
 JOIN knowledge_document d ON d.id = c.document_id
 WHERE c.id IN ({placeholders}) AND c.agent_id = %s AND c.is_searchable
@@ -493,7 +589,7 @@ _HEADLINE_OPTIONS = (
 )
 
 
-def _read_hits(*, agent_id: str, query: str, ids: list[int]) -> list[tuple]:
+def _read_hits(*, agent_id: str, matched: str, ids: list[int]) -> list[tuple]:
     with connection.cursor() as cursor:
         if is_postgres():
             cursor.execute(
@@ -501,7 +597,7 @@ def _read_hits(*, agent_id: str, query: str, ids: list[int]) -> list[tuple]:
                 {
                     "ids": ids,
                     "agent_id": agent_id,
-                    "query": query,
+                    "matched": matched,
                     "headline": _HEADLINE_OPTIONS,
                     "brackets": _BRACKET_STANDINS,
                 },
@@ -520,42 +616,6 @@ def _plain_snippet(text: str | None) -> str:
     if len(text) > 300:
         text = text[:300].rsplit(" ", 1)[0] + " …"
     return html.escape(text, quote=False)
-
-
-def fts5_expression(query: str) -> str:
-    """Translate websearch syntax ("a phrase", or, -word, plain words) to an FTS5 expression.
-
-    Every term is quoted, so nothing a user types is FTS5 syntax; words are ANDed, `or`
-    between two terms ORs them, and `-term` excludes (FTS5 needs a positive term first).
-    """
-    positives: list[str] = []
-    negatives: list[str] = []
-    pending_or = False
-    for match in _TERM.finditer(query):
-        negate, phrase, bare = match.group(1), match.group(2), match.group(3)
-        if bare is not None:
-            if bare.lower() == "or" and positives:
-                pending_or = True
-                continue
-            negate = "-" if bare.startswith("-") and len(bare) > 1 else ""
-            phrase = bare[1:] if negate else bare
-        words = _WORD.findall(phrase or "")
-        if not words:
-            continue
-        term = '"' + " ".join(words) + '"'
-        if negate:
-            negatives.append(term)
-        elif pending_or and positives:
-            positives[-1] = f"({positives[-1]} OR {term})"
-            pending_or = False
-        else:
-            positives.append(term)
-    if not positives:
-        return ""
-    expression = " AND ".join(positives)
-    for term in negatives:
-        expression = f"({expression}) NOT {term}"
-    return expression
 
 
 def snippet_text(markdown: str) -> str:

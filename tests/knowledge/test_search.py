@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.knowledge.search import fts5_expression, render_snippet, snippet_text
+from apps.knowledge.lexical import fts5_expression
+from apps.knowledge.search import render_snippet, snippet_text
 from tests.knowledge.conftest import make_file_document
 
 HIT_KEYS = {
@@ -155,11 +156,12 @@ def test_query_of_only_punctuation_finds_nothing(api, handbook):
 @pytest.mark.parametrize(
     ("query", "expression"),
     [
-        ("lost badge", '"lost" AND "badge"'),
-        ('"lost badge"', '"lost badge"'),
+        ("lost badge", '("lost" OR "badge")'),
+        ('"lost badge"', '("lost" OR "badge") AND "lost badge"'),
         ("holiday or expenses", '("holiday" OR "expenses")'),
-        ("badge -security", '("badge") NOT "security"'),
-        ('quote" NEAR(', '"quote" AND "NEAR"'),
+        ("badge -security", '"badge" NOT "security"'),
+        ('quote" NEAR(', '("quote" OR "NEAR")'),
+        ("東京都", '("東京" OR "京都")'),
         ("-only", ""),
         ("***", ""),
     ],
