@@ -289,7 +289,8 @@ def _query_terms(*, agent_id: str, words: str, configs: list[str]) -> QueryTerms
     kept: dict[str, set[int]] = {}  # configuration -> positions of the query it kept
     for config, _, positions, _, _ in rows[:-1]:
         kept.setdefault(config, set()).update(positions or ())
-    # "simple" keeps every word; a position that a language's stop list dropped is a stop word.
+    # "simple" keeps every word; a position that a language's stop list dropped is a stop word
+    # (English's, or one of the Agent's languages').
     every = kept.get("simple", set()) | {p for positions in kept.values() for p in positions}
     stop = {
         position
@@ -301,7 +302,9 @@ def _query_terms(*, agent_id: str, words: str, configs: list[str]) -> QueryTerms
     for config, lexeme, positions, found, _ in rows[:-1]:
         if config not in configs:
             continue
-        if config == "simple" and set(positions or ()) <= stop:
+        # A stop word of one language is dropped from every reading of the query: German
+        # reads "and" as a word, and its lexeme would match English stems ("ande" -> "and").
+        if set(positions or ()) <= stop:
             fallback[lexeme] = found
             continue
         frequencies[lexeme] = found
@@ -312,6 +315,11 @@ def _query_terms(*, agent_id: str, words: str, configs: list[str]) -> QueryTerms
         chunk_count=chunk_count,
         average_length=lexeme_count / chunk_count if chunk_count else 1.0,
     )
+
+
+def spent_on(terms: list[str], statistics: QueryTerms) -> int:
+    """How many chunks hold at least one of the terms, at most (frequencies add up)."""
+    return sum(statistics.frequencies[term] for term in terms)
 
 
 def _postgres_keyword(
@@ -329,12 +337,15 @@ def _postgres_keyword(
     by_rarity = sorted(weights, key=lambda term: (terms.frequencies[term], term))
     rare: list[str] = []
     spent = 0
-    for term in by_rarity:
+    for term in by_rarity:  # the rarest first, while their matches fit the budget
         spent += terms.frequencies[term]
         if spent > KEYWORD_EXACT_BUDGET:
             break
         rare.append(term)
     common = by_rarity[len(rare) :]
+    if spent_on(rare, terms) >= limit:
+        # The rarer terms alone fill the answer: a chunk holding only common ones ranks below.
+        common = []
     # Phrases must appear and excluded words must not, in the chunk's own configuration:
     # written inline with constant configuration names (SEARCH_CONFIGS only) so the planner
     # folds them into constant tsqueries.

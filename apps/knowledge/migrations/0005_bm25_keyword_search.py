@@ -11,6 +11,8 @@ other instead of deadlocking. The row trigger that writes `search_vector` now re
 counted once here.
 """
 
+import re
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -97,7 +99,10 @@ POSTGRES_FORWARD = [
     """,
 ]
 POSTGRES_BACKWARD = [
-    *(f"DROP TRIGGER IF EXISTS knowledge_chunk_terms_{event} ON knowledge_chunk" for event in _TRIGGER),
+    *(
+        f"DROP TRIGGER IF EXISTS knowledge_chunk_terms_{event} ON knowledge_chunk"
+        for event in _TRIGGER
+    ),
     *(f"DROP FUNCTION IF EXISTS knowledge_chunk_terms_{event}()" for event in _TRIGGER),
     "DROP TRIGGER knowledge_chunk_search_vector ON knowledge_chunk",
     """
@@ -114,10 +119,45 @@ POSTGRES_BACKWARD = [
 ]
 
 
+# Chunks that may hold CJK text (the same classes as apps.knowledge.lexical): re-indexed as
+# character pairs, or a CJK query would no longer find them.
+_CJK_PATTERN = "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
+
+
+def _bigram_cjk_chunks(apps, schema_editor) -> None:
+    from apps.knowledge.lexical import index_text
+
+    connection = schema_editor.connection
+    operator = "~" if connection.vendor == "postgresql" else "REGEXP"
+    if connection.vendor != "postgresql":
+        connection.connection.create_function(
+            "regexp", 2, lambda pattern, text: text is not None and bool(re.search(pattern, text))
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, text FROM knowledge_chunk WHERE text {operator} %s",  # noqa: S608
+            [_CJK_PATTERN],
+        )
+        rows = [(index_text(text), chunk_id, text) for chunk_id, text in cursor.fetchall()]
+        rows = [row for row in rows if row[0] is not None]
+        cursor.executemany(
+            "UPDATE knowledge_chunk SET index_text = %s WHERE id = %s", [row[:2] for row in rows]
+        )
+        if connection.vendor != "postgresql":
+            cursor.executemany(
+                "DELETE FROM knowledge_chunk_fts WHERE rowid = %s", [(row[1],) for row in rows]
+            )
+            cursor.executemany(
+                "INSERT INTO knowledge_chunk_fts (rowid, text) VALUES (%s, %s)",
+                [(row[1], row[0]) for row in rows],
+            )
+
+
 def forward(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         for statement in POSTGRES_FORWARD:
             schema_editor.execute(statement)
+    _bigram_cjk_chunks(apps, schema_editor)
     Document = apps.get_model("knowledge", "KnowledgeDocument")
     Document.objects.update(search_configs=models.F("language"))
 
@@ -129,45 +169,62 @@ def backward(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0004_keyword_index_and_late_pgvector'),
-        ('workspaces', '0006_api_key_kind'),
+        ("knowledge", "0004_keyword_index_and_late_pgvector"),
+        ("workspaces", "0006_api_key_kind"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='KnowledgeTermTotal',
+            name="KnowledgeTermTotal",
             fields=[
-                ('agent', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='workspaces.agent')),
-                ('chunks', models.BigIntegerField()),
-                ('lexemes', models.BigIntegerField()),
+                (
+                    "agent",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="+",
+                        serialize=False,
+                        to="workspaces.agent",
+                    ),
+                ),
+                ("chunks", models.BigIntegerField()),
+                ("lexemes", models.BigIntegerField()),
             ],
             options={
-                'db_table': 'knowledge_term_total',
+                "db_table": "knowledge_term_total",
             },
         ),
         migrations.AddField(
-            model_name='knowledgechunk',
-            name='index_text',
+            model_name="knowledgechunk",
+            name="index_text",
             field=models.TextField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='knowledgedocument',
-            name='search_configs',
-            field=models.CharField(default='simple', max_length=400),
+            model_name="knowledgedocument",
+            name="search_configs",
+            field=models.CharField(default="simple", max_length=400),
         ),
         migrations.CreateModel(
-            name='KnowledgeTerm',
+            name="KnowledgeTerm",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('term', models.TextField()),
-                ('chunks', models.IntegerField()),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("term", models.TextField()),
+                ("chunks", models.IntegerField()),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.agent",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'knowledge_term',
-                'constraints': [models.UniqueConstraint(fields=('agent', 'term'), name='knowledge_term_unique')],
+                "db_table": "knowledge_term",
+                "constraints": [
+                    models.UniqueConstraint(fields=("agent", "term"), name="knowledge_term_unique")
+                ],
             },
         ),
         migrations.RunPython(forward, backward),
