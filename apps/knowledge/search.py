@@ -375,7 +375,8 @@ def _postgres_keyword(
         branches.append("search_vector @@ %(rare)s::tsquery {filters} LIMIT %(rare_cap)s")
     if common:
         params["common"] = _tsquery_literal(common, "&")
-        params["cap"] = KEYWORD_CANDIDATE_CAP
+        # Beside rarer terms, chunks holding only the common ones just fill the answer up.
+        params["cap"] = limit if rare else KEYWORD_CANDIDATE_CAP
         branches.append("search_vector @@ %(common)s::tsquery {filters} LIMIT %(cap)s")
     candidates = " UNION ALL ".join(
         "(SELECT id, search_vector FROM knowledge_chunk "  # noqa: S608 - fixed SQL, constant names
