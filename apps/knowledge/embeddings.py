@@ -19,6 +19,7 @@ import importlib.util
 import logging
 import os
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -34,11 +35,17 @@ from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
 logger = logging.getLogger(__name__)
 
 DIMENSIONS = 384
-# Word pieces embedded per chunk: the length the model was tuned on (the tokenizer file's own
-# setting). 256 costs 2.7 times as much here for little gain; a chunk's later text still
-# counts for keyword search.
+# Word pieces per embedded window: the length the model was tuned on (the tokenizer file's own
+# setting; 256 cost 2.7 times as much). A passage longer than that is embedded as several
+# windows (see `embed_passages`), so every word of it lies inside some window.
 MAX_TOKENS = 128
+# Word pieces two consecutive windows share: a sentence cut at one window's end is whole in the
+# next one.
+WINDOW_OVERLAP = 32
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+# What a chunk's stored vectors were made with (`KnowledgeChunk.embedding_model`): the model
+# and the windowing. `manage.py knowledge_reembed` re-embeds chunks made otherwise.
+EMBEDDING_KEY = f"{MODEL_ID}/windows-{MAX_TOKENS}-{WINDOW_OVERLAP}"
 
 _lock = threading.Lock()
 
@@ -72,10 +79,10 @@ class _Model:
         if not model_path.is_file() or not tokenizer_path.is_file():
             raise EmbeddingUnavailable("The embedding model files are missing.")
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        # Pad to the longest text of the batch, not to a fixed length.
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_padding()
+        # Text past MAX_TOKENS goes into further windows (`Encoding.overflowing`), each with its
+        # own [CLS] and [SEP], overlapping the previous one by WINDOW_OVERLAP word pieces.
+        self.tokenizer.enable_truncation(MAX_TOKENS, stride=WINDOW_OVERLAP)
+        self.tokenizer.no_padding()  # padded per batch of windows, in `run`
         options = onnxruntime.SessionOptions()
         threads = settings.KNOWLEDGE_EMBED_THREADS
         options.intra_op_num_threads = threads
@@ -89,10 +96,18 @@ class _Model:
             str(model_path), options, providers=["CPUExecutionProvider"]
         )
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        encoded = self.tokenizer.encode_batch(texts)
-        ids = np.array([item.ids for item in encoded], dtype=np.int64)
-        mask = np.array([item.attention_mask for item in encoded], dtype=np.int64)
+    def windows(self, texts: list[str]) -> list[list]:
+        """Each text's windows of word pieces (one for a text of up to MAX_TOKENS)."""
+        return [[item, *item.overflowing] for item in self.tokenizer.encode_batch(texts)]
+
+    def run(self, windows: list) -> np.ndarray:
+        """Unit vectors of tokenized windows, padded to the longest of them."""
+        width = max(len(window.ids) for window in windows)
+        ids = np.zeros((len(windows), width), dtype=np.int64)
+        mask = np.zeros((len(windows), width), dtype=np.int64)
+        for row, window in enumerate(windows):
+            ids[row, : len(window.ids)] = window.ids
+            mask[row, : len(window.ids)] = window.attention_mask
         (hidden,) = self.session.run(
             ["last_hidden_state"],
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
@@ -110,11 +125,53 @@ def _model() -> _Model:
 
 
 def embed_texts(texts: list[str]) -> np.ndarray:
-    """Unit vectors (n x 384, float32) of the texts; loads the model once per process."""
+    """Unit vectors (n x 384, float32) of short texts (queries): each text's first window.
+    Loads the model once per process."""
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     with _lock:  # one inference at a time per process: onnxruntime's threads are the limit
-        return _model().embed(texts)
+        model = _model()
+        return model.run([windows[0] for windows in model.windows(texts)])
+
+
+def embed_passages(texts: list[str], *, batch_size: int | None = None) -> list[np.ndarray]:
+    """Every window of each passage: one (windows x 384) array of unit vectors per text.
+
+    The model runs on at most `batch_size` windows at a time (KNOWLEDGE_EMBED_BATCH_SIZE), so a
+    long passage costs more time, never more memory, than a short one.
+    """
+    size = batch_size or settings.KNOWLEDGE_EMBED_BATCH_SIZE
+    with _lock:
+        model = _model()
+        per_text = model.windows(texts)
+        flat = [window for windows in per_text for window in windows]
+        vectors = (
+            np.concatenate(
+                [model.run(flat[start : start + size]) for start in range(0, len(flat), size)]
+            )
+            if flat
+            else np.zeros((0, DIMENSIONS), dtype=np.float32)
+        )
+    out = []
+    start = 0
+    for windows in per_text:
+        out.append(vectors[start : start + len(windows)])
+        start += len(windows)
+    return out
+
+
+def passage_summary(windows: np.ndarray) -> np.ndarray:
+    """One unit vector standing for a passage's windows (their normalised mean): what the
+    HNSW index and the sign-bit scan compare first, before the exact best-window score."""
+    mean = windows.mean(axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+
+def best_window_scores(query: np.ndarray, stored: list[bytes]) -> np.ndarray:
+    """Each stored passage's best cosine similarity over its windows."""
+    return np.array(
+        [float(np.max(from_windows(data) @ query)) for data in stored], dtype=np.float32
+    )
 
 
 def release_memory() -> None:
@@ -130,13 +187,13 @@ def release_memory() -> None:
     libc.malloc_trim(0)
 
 
-def to_bytes(vector: np.ndarray) -> tuple[bytes, bytes]:
-    """A unit vector as stored: float16 little-endian bytes, and its packed sign bits."""
-    return vector.astype("<f2").tobytes(), np.packbits(vector > 0).tobytes()
-
-
 def from_bytes(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<f2").astype(np.float32)
+
+
+def from_windows(data: bytes) -> np.ndarray:
+    """A chunk's stored windows (windows x DIMENSIONS): its float16 vectors end to end."""
+    return from_bytes(data).reshape(-1, DIMENSIONS)
 
 
 @cache
@@ -196,11 +253,11 @@ def document_embed(*, document_id: str, max_batches: int | None = None) -> str:
         if not pending:
             return "done"
         try:
-            vectors = embed_texts([text for _, text in pending])
+            windows = embed_passages([text for _, text in pending])
         except Exception:
             logger.exception("knowledge embed of %s failed", document_id)
             return "failed"
-        _store(document_id=document_id, ids=[pk for pk, _ in pending], vectors=vectors)
+        _store(document_id=document_id, ids=[pk for pk, _ in pending], windows=windows)
         # Each batch's tensors are freed; without a trim glibc keeps them and the process
         # creeps past 400 MB (measured: 430 MB peaks without, see docs/knowledge.md).
         release_memory()
@@ -231,33 +288,52 @@ def documents_embed_stalled(*, batch_size: int = 100) -> list[str]:
     return stalled
 
 
-def _store(*, document_id: str, ids: list[int], vectors: np.ndarray) -> None:
-    """Write one batch's vectors and move the document's progress, in one short transaction.
-    Chunks deleted meanwhile (a refresh, a delete) are simply not updated."""
+def _store(
+    *, document_id: str | None, ids: list[int], windows: list[np.ndarray], replace: bool = False
+) -> None:
+    """Write one batch's vectors (every window, and the summary the indexes compare) and move
+    the document's progress, in one short transaction. Chunks deleted meanwhile (a refresh, a
+    delete) are simply not updated. `replace` writes over vectors made by another model or
+    windowing (`knowledge_reembed`) without counting them again."""
     with_pgvector = pgvector_enabled()
+    condition = "embedding_model IS DISTINCT FROM %s" if replace else "embedding IS NULL"
     with transaction.atomic():
         written = 0
         with connection.cursor() as cursor:
-            for chunk_id, vector in zip(ids, vectors, strict=True):
-                data, bits = to_bytes(vector)
+            for chunk_id, vectors in zip(ids, windows, strict=True):
+                summary = passage_summary(vectors)
+                data = vectors.astype("<f2").tobytes()
+                bits = np.packbits(summary > 0).tobytes()
                 if with_pgvector:
                     cursor.execute(
-                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s, "
-                        "embedding_vector = %s::vector WHERE id = %s AND embedding IS NULL",
-                        [data, bits, vector_literal(vector), chunk_id],
+                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s, "  # noqa: S608
+                        "embedding_model = %s, embedding_vector = %s::vector "
+                        f"WHERE id = %s AND {condition}",
+                        [
+                            data,
+                            bits,
+                            EMBEDDING_KEY,
+                            vector_literal(summary),
+                            chunk_id,
+                            *_key(replace),
+                        ],
                     )
                 else:
                     cursor.execute(
-                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s "
-                        "WHERE id = %s AND embedding IS NULL",
-                        [data, bits, chunk_id],
+                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s, "  # noqa: S608
+                        f"embedding_model = %s WHERE id = %s AND {condition}",
+                        [data, bits, EMBEDDING_KEY, chunk_id, *_key(replace)],
                     )
                 written += cursor.rowcount
-        if written:
+        if written and not replace and document_id is not None:
             KnowledgeDocument.objects.filter(pk=document_id).update(
                 embedded_chunk_count=F("embedded_chunk_count") + written,
                 updated_at=timezone.now(),
             )
+
+
+def _key(replace: bool) -> list[str]:
+    return [EMBEDDING_KEY] if replace else []
 
 
 def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_id: str) -> int:
@@ -279,7 +355,7 @@ def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_
             old_id = old.get(text)
             if old_id is None:
                 continue
-            columns = "embedding, embedding_bits"
+            columns = "embedding, embedding_bits, embedding_model"
             if pgvector_enabled():
                 columns += ", embedding_vector"
             cursor.execute(
@@ -290,3 +366,42 @@ def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_
             reused += cursor.rowcount
     document.embedded_chunk_count = reused
     return reused
+
+
+def _made_otherwise():
+    return KnowledgeChunk.objects.filter(embedding__isnull=False).exclude(
+        embedding_model=EMBEDDING_KEY
+    )
+
+
+def chunks_to_reembed() -> int:
+    """Embedded chunks whose vectors another model or windowing made."""
+    return _made_otherwise().count()
+
+
+def chunks_reembed(
+    *, batch_size: int | None = None, progress: Callable[[int], None] | None = None
+) -> int:
+    """Embed again, batch by batch, every chunk whose vectors another model or windowing made
+    (`knowledge_reembed`, after the model setting or the windows change).
+
+    Each batch replaces its chunks' vectors in its own short transaction, so search keeps
+    serving throughout, from the old vectors until each chunk's new ones are written; chunks
+    embedded for the first time meanwhile are the embedding task's. Returns the chunks done.
+    """
+    size = batch_size or settings.KNOWLEDGE_EMBED_BATCH_SIZE
+    done = 0
+    last_id = 0
+    while True:
+        batch = list(
+            _made_otherwise().filter(id__gt=last_id).order_by("id").values_list("id", "text")[:size]
+        )
+        if not batch:
+            return done
+        windows = embed_passages([text for _, text in batch])
+        _store(document_id=None, ids=[pk for pk, _ in batch], windows=windows, replace=True)
+        release_memory()
+        last_id = batch[-1][0]
+        done += len(batch)
+        if progress is not None:
+            progress(done)

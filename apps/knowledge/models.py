@@ -189,11 +189,15 @@ class KnowledgeChunk(models.Model):
     # document: the partial search indexes hold only such chunks, so a search never joins
     # the document table to find out.
     is_searchable = models.BooleanField(default=False)
-    # The sentence embedding, L2-normalised, as little-endian float16 (768 bytes), and its
-    # sign bits (48 bytes) that the in-process vector scan compares first. Null until the
+    # The embeddings of the chunk's windows (embeddings.embed_passages), each L2-normalised, as
+    # little-endian float16 end to end (768 bytes a window), and the sign bits (48 bytes) of
+    # their normalised mean, which the in-process vector scan compares first. Null until the
     # embedding task reaches the chunk.
     embedding = models.BinaryField(null=True, blank=True)
     embedding_bits = models.BinaryField(null=True, blank=True)
+    # What made the vectors (embeddings.EMBEDDING_KEY: model and windowing); null for vectors
+    # made before windows. `manage.py knowledge_reembed` replaces vectors made otherwise.
+    embedding_model = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001 - null: made before the key existed
 
     class Meta:
         db_table = "knowledge_chunk"

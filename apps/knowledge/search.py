@@ -42,6 +42,8 @@ CANDIDATES = 50
 KEYWORD_CANDIDATE_CAP = 300
 # Chunks whose exact vectors are read after the sign-bit scan (the scan's shortlist).
 VECTOR_PREFILTER = 400
+# Chunks the HNSW index proposes (by their summary vector) to be scored by their best window.
+HNSW_SHORTLIST = 100
 RRF_K = 60
 
 # Markers around highlighted words inside the database's snippet; control characters, so they
@@ -448,44 +450,45 @@ LIMIT %s
 def _semantic_candidates(
     *, agent_id: str, query: str, state: AgentSearchState, limit: int
 ) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) of the chunks nearest the query's meaning, best first."""
+    """(chunk id, similarity) of the chunks nearest the query's meaning, best first.
+
+    A chunk's similarity is its best window's cosine with the query. The index (HNSW, or the
+    sign-bit scan without pgvector) compares the query with each chunk's summary vector (the
+    mean of its windows) to shortlist candidates; their windows are then read and scored.
+    """
     vector = embeddings.embed_texts([query])[0]
     if embeddings.pgvector_enabled():
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT id, 1 - (embedding_vector <=> %(vector)s::vector) FROM knowledge_chunk "
+                "SELECT id, embedding FROM knowledge_chunk "
                 "WHERE agent_id = %(agent_id)s AND is_searchable "
                 "AND embedding_vector IS NOT NULL "
                 "ORDER BY embedding_vector <=> %(vector)s::vector LIMIT %(limit)s",
                 {
                     "vector": embeddings.vector_literal(vector),
                     "agent_id": agent_id,
-                    "limit": limit,
+                    "limit": max(limit, HNSW_SHORTLIST),
                 },
             )
-            # An iterative scan returns nearly, not exactly, in order: sort the few it found.
-            found = [(row[0], float(row[1])) for row in cursor.fetchall()]
-            return sorted(found, key=lambda pair: (-pair[1], pair[0]))
-    shortlist = agent_vectors(agent_id=agent_id, stamp=state.stamp).nearest(
-        vector, count=VECTOR_PREFILTER
-    )
-    if not shortlist:
-        return []
-    placeholders = ",".join(["%s"] * len(shortlist))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, embedding FROM knowledge_chunk "  # noqa: S608 - placeholders only
-            f"WHERE id IN ({placeholders}) AND agent_id = %s AND is_searchable "
-            "AND embedding IS NOT NULL",
-            [*shortlist, agent_id],
+            rows = cursor.fetchall()
+    else:
+        shortlist = agent_vectors(agent_id=agent_id, stamp=state.stamp).nearest(
+            vector, count=VECTOR_PREFILTER
         )
-        rows = cursor.fetchall()
+        if not shortlist:
+            return []
+        placeholders = ",".join(["%s"] * len(shortlist))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, embedding FROM knowledge_chunk "  # noqa: S608 - placeholders only
+                f"WHERE id IN ({placeholders}) AND agent_id = %s AND is_searchable "
+                "AND embedding IS NOT NULL",
+                [*shortlist, agent_id],
+            )
+            rows = cursor.fetchall()
     if not rows:
         return []
-    matrix = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype="<f2").reshape(
-        len(rows), embeddings.DIMENSIONS
-    )
-    similarities = matrix.astype(np.float32) @ vector
+    similarities = embeddings.best_window_scores(vector, [bytes(row[1]) for row in rows])
     order = np.argsort(-similarities, kind="stable")[:limit]
     return [(rows[index][0], float(similarities[index])) for index in order]
 

@@ -50,7 +50,9 @@ def test_a_question_word_missing_from_the_passage_does_not_lose_it(agent):
 
 @pytest.mark.smoke
 def test_more_and_rarer_matched_words_rank_higher(agent):
-    filler = "\n\n".join(f"# Note {n}\n\nThe office kitchen is open on weekdays." for n in range(12))
+    filler = "\n\n".join(
+        f"# Note {n}\n\nThe office kitchen is open on weekdays." for n in range(12)
+    )
     make_file_document(
         agent,
         (
