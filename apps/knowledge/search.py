@@ -460,7 +460,7 @@ def _semantic_candidates(
     if embeddings.pgvector_enabled():
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT id, embedding FROM knowledge_chunk "
+                "SELECT id, embedding, embedding_model FROM knowledge_chunk "
                 "WHERE agent_id = %(agent_id)s AND is_searchable "
                 "AND embedding_vector IS NOT NULL "
                 "ORDER BY embedding_vector <=> %(vector)s::vector LIMIT %(limit)s",
@@ -480,12 +480,14 @@ def _semantic_candidates(
         placeholders = ",".join(["%s"] * len(shortlist))
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT id, embedding FROM knowledge_chunk "  # noqa: S608 - placeholders only
+                "SELECT id, embedding, embedding_model FROM knowledge_chunk "  # noqa: S608
                 f"WHERE id IN ({placeholders}) AND agent_id = %s AND is_searchable "
                 "AND embedding IS NOT NULL",
                 [*shortlist, agent_id],
             )
             rows = cursor.fetchall()
+    # Vectors of another model (until `knowledge_reembed` reaches them) mean nothing here.
+    rows = [row for row in rows if embeddings.comparable(row[2])]
     if not rows:
         return []
     similarities = embeddings.best_window_scores(vector, [bytes(row[1]) for row in rows])

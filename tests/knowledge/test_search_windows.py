@@ -58,7 +58,7 @@ def test_the_answer_at_the_end_of_a_long_passage_is_found_by_meaning(agent):
     embed_all(document)
     chunk = KnowledgeChunk.objects.get(document=document)
     stored = embeddings.from_windows(bytes(chunk.embedding))
-    assert stored.shape[0] >= 3 and chunk.embedding_model == embeddings.EMBEDDING_KEY
+    assert stored.shape[0] >= 3 and chunk.embedding_model == embeddings.embedding_key()
     question = "can I bring my dog to the office"
     query = embeddings.embed_texts([question])[0]
     first_window_only = float(stored[0] @ query)
@@ -94,3 +94,69 @@ def test_reembed_replaces_vectors_made_otherwise_and_keeps_progress(agent):
     assert "up to date" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("knowledge_reembed", "--batch-size", "0")
+
+
+# --- the model is a setting -------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_model():
+    embeddings._model.cache_clear()
+    yield
+    embeddings._model.cache_clear()
+
+
+def _model_folder(tmp_path, **options):
+    """A model folder as an operator would lay out a configured model: here the default's
+    own files, with E5-style prefixes, so the test needs nothing downloaded."""
+    import json
+    import shutil
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    package = embeddings._package_dir(embeddings.DEFAULT_MODEL_PACKAGE)
+    (folder / "model.onnx").symlink_to(package / "model.onnx")
+    shutil.copy(embeddings.DEFAULT_TOKENIZER / "tokenizer.json", folder / "tokenizer.json")
+    (folder / "embedding.json").write_text(json.dumps(options))
+    return folder
+
+
+def test_a_configured_model_folder_is_loaded_and_search_skips_other_models_vectors(
+    agent, settings, tmp_path, fresh_model
+):
+    document = make_file_document(agent, LONG.encode(), "facilities.md")
+    embed_all(document)
+    question = "can I bring my dog to the office"
+    assert search.search_chunks(agent=agent, query=question, limit=3, mode="semantic")
+    default_vector = embeddings.embed_texts([question])[0]
+
+    folder = _model_folder(tmp_path, query_prefix="query: ", passage_prefix="passage: ")
+    settings.KNOWLEDGE_EMBEDDING_MODEL = str(folder)
+    embeddings._model.cache_clear()
+    assert embeddings.embedding_key().startswith(str(folder))
+    configured = embeddings.embed_texts([question])[0]
+    assert not np.allclose(configured, default_vector, atol=1e-3)  # the prefix is read
+    # The stored vectors are the default model's: not compared with this model's query...
+    assert search.search_chunks(agent=agent, query=question, limit=3, mode="semantic") == []
+    assert search.search_chunks(agent=agent, query="dog Fridays", limit=3, mode="hybrid")
+    # ...until knowledge_reembed has replaced them.
+    call_command("knowledge_reembed", stdout=io.StringIO(), stderr=io.StringIO())
+    hits = search.search_chunks(agent=agent, query=question, limit=3, mode="semantic")
+    assert [hit.document_id for hit in hits] == [document.pk]
+
+
+def test_a_model_folder_without_its_files_is_refused(settings, tmp_path, fresh_model):
+    (tmp_path / "empty").mkdir()
+    settings.KNOWLEDGE_EMBEDDING_MODEL = str(tmp_path / "empty")
+    with pytest.raises(embeddings.EmbeddingUnavailable):
+        embeddings.embed_texts(["anything"])
+    for missing in ("no_such_model_package", str(tmp_path / "no" / "folder")):
+        settings.KNOWLEDGE_EMBEDDING_MODEL = missing
+        embeddings._model.cache_clear()
+        with pytest.raises(embeddings.EmbeddingUnavailable, match="not installed"):
+            embeddings.embed_texts(["anything"])
+    folder = _model_folder(tmp_path, pooling="max")
+    settings.KNOWLEDGE_EMBEDDING_MODEL = str(folder)
+    embeddings._model.cache_clear()
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="pooling"):
+        embeddings.embed_texts(["anything"])

@@ -25,9 +25,9 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be at least 1.")
         total = embeddings.chunks_to_reembed()
         if not total:
-            self.stdout.write(f"Every embedded chunk is up to date ({embeddings.EMBEDDING_KEY}).")
+            self.stdout.write(f"Every embedded chunk is up to date ({embeddings.embedding_key()}).")
             return
-        self.stdout.write(f"Re-embedding {total:,} chunks with {embeddings.EMBEDDING_KEY}.")
+        self.stdout.write(f"Re-embedding {total:,} chunks with {embeddings.embedding_key()}.")
         started = time.monotonic()
         interactive = sys.stderr.isatty()
 
