@@ -26,12 +26,14 @@ import json
 import math
 import re
 import threading
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.db import connection
 
-from apps.knowledge import embeddings, lexical
+from apps.knowledge import embeddings, lexical, relevance
 from apps.workspaces.models import Agent
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -69,7 +71,16 @@ class SearchHit:
     heading_path: list[str]
     position: int
     snippet: str  # HTML-escaped text with <mark>...</mark> around matched words
-    score: float
+    score: float  # calibrated relevance in [0, 1] (apps.knowledge.relevance)
+    text: str = ""  # the passage's full text (markdown)
+    # How the score came about (the console's retrieval test shows them): the passage's place
+    # in the keyword and semantic candidate lists (1 = first; None: not in that list), the
+    # evidence the score is computed from, and the fused reciprocal-rank score (hybrid).
+    keyword_rank: int | None = None
+    semantic_rank: int | None = None
+    coverage: float = 0.0
+    similarity: float | None = None
+    fused: float | None = None
 
     @property
     def section_path(self) -> list[str]:
@@ -120,63 +131,121 @@ def unindex_chunks(*, version_ids=None, document_ids=None) -> None:
             )
 
 
-def search_chunks(*, agent: Agent, query: str, limit: int, mode: str = "hybrid") -> list[SearchHit]:
-    """The `limit` best chunks for the query among the Agent's searchable chunks."""
+def search_chunks(
+    *, agent: Agent, query: str, limit: int, mode: str = "hybrid", min_score: float = 0.0
+) -> list[SearchHit]:
+    """The `limit` best chunks for the query among the Agent's searchable chunks, in the mode's
+    order (BM25, best window's cosine, or reciprocal rank fusion of both), without those whose
+    calibrated relevance is under `min_score`."""
     if mode not in MODES:
         raise ValueError(f"unknown search mode {mode!r}")
     state = _agent_state(agent.pk)
     if state.document_count == 0:
         return []
+    parsed = lexical.parse_query(query)
+    terms = (
+        _query_terms(agent_id=agent.pk, words=parsed.words, configs=state.configs)
+        if is_postgres() and not parsed.is_empty
+        else None
+    )
     pool = max(CANDIDATES, limit)
     keyword: list[int] = []
     snippets: dict[int, str] = {}
-    scores: dict[int, float] = {}
-    matched = ""
-    if mode in ("hybrid", "keyword"):
-        ranked, matched = _keyword_candidates(
-            agent_id=agent.pk, query=query, configs=state.configs, limit=pool
+    order: dict[int, float] = {}
+    if mode in ("hybrid", "keyword") and (terms is not None or not is_postgres()):
+        ranked = _keyword_candidates(
+            agent_id=agent.pk, query=query, terms=terms, configs=state.configs, limit=pool
         )
         keyword = [row[0] for row in ranked]
-        scores.update((row[0], float(row[1])) for row in ranked)
+        order.update((row[0], float(row[1])) for row in ranked)
         snippets.update((row[0], row[2]) for row in ranked if len(row) > 2)
     semantic: list[int] = []
+    similarities: dict[int, float] = {}
+    vector = None
     if mode in ("hybrid", "semantic") and state.embedded_count:
-        ranked = _semantic_candidates(agent_id=agent.pk, query=query, state=state, limit=pool)
+        vector = embeddings.embed_texts([query])[0]
+        ranked = _semantic_candidates(agent_id=agent.pk, vector=vector, state=state, limit=pool)
         semantic = [chunk_id for chunk_id, _ in ranked]
+        similarities = dict(ranked)
         if mode == "semantic":
-            scores = dict(ranked)
+            order = dict(ranked)
+    fused: dict[int, float] = {}
     if mode == "hybrid":
-        scores = reciprocal_rank_fusion([keyword, semantic])
-    chosen = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))[:limit]
+        order = fused = reciprocal_rank_fusion([keyword, semantic])
+    chosen = sorted(order, key=lambda chunk_id: (-order[chunk_id], chunk_id))[:limit]
     if not chosen:
         return []
-    rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, matched=matched, ids=chosen)}
-    words = lexical.parse_query(query).words
+    readings = sorted(
+        {term for terms in (terms.readings.values() if terms else ()) for term in terms}
+    )
+    highlight = _tsquery_literal(readings, "|") if keyword else ""
+    rows = {
+        row[0]: row
+        for row in _read_hits(agent_id=agent.pk, highlight=highlight, terms=readings, ids=chosen)
+    }
+    weights = terms.word_weights() if terms is not None else _uniform_weights(parsed)
+    script = relevance.script_of(query)
+    keyword_ranks = {chunk_id: rank for rank, chunk_id in enumerate(keyword, start=1)}
+    semantic_ranks = {chunk_id: rank for rank, chunk_id in enumerate(semantic, start=1)}
     hits = []
     for chunk_id in chosen:
         row = rows.get(chunk_id)
         if row is None:  # deleted or disabled between the two queries
             continue
         text, bigrammed = row[6], row[7]
-        if bigrammed:  # the index read character pairs: mark them in the text itself
-            snippet = render_snippet(lexical.highlight(text, words))
-        elif is_postgres():
-            snippet = render_snippet(row[5]) if matched else _plain_snippet(text)
+        held = set(row[8]) if terms is not None else _words_of(row[9] or text)
+        covered = relevance.coverage(weights=weights, held=held)
+        similarity = similarities.get(chunk_id)
+        stored, made_by = row[10], row[11]
+        if similarity is None and vector is not None and stored and embeddings.comparable(made_by):
+            similarity = float(embeddings.best_window_scores(vector, [bytes(row[10])])[0])
+        score = relevance.score(
+            coverage=covered, similarity=similarity if vector is not None else None, script=script
+        )
+        if score < min_score:
+            continue
+        raw = row[5] if is_postgres() else snippets.get(chunk_id)
+        table = table_snippet(text, marked=_marked_words(raw) | set(parsed.words.split()))
+        if table is not None:  # the row that matched, under its header
+            snippet = render_snippet(table)
+        elif bigrammed:  # the index read character pairs: mark them in the text itself
+            snippet = render_snippet(lexical.highlight(text, parsed.words))
         else:
-            raw = snippets.get(chunk_id)
             snippet = render_snippet(raw) if raw else _plain_snippet(text)
         hits.append(
             SearchHit(
                 chunk_id=chunk_id,
                 document_id=row[1],
                 document_name=row[2],
-                heading_path=_json_list(row[3]),
+                heading_path=[plain_heading(heading) for heading in _json_list(row[3])],
                 position=row[4],
                 snippet=snippet,
-                score=round(scores[chunk_id], 6),
+                score=score,
+                text=text,
+                keyword_rank=keyword_ranks.get(chunk_id),
+                semantic_rank=semantic_ranks.get(chunk_id),
+                coverage=round(covered, 4),
+                similarity=None if similarity is None else round(similarity, 4),
+                fused=round(fused[chunk_id], 6) if chunk_id in fused else None,
             )
         )
     return hits
+
+
+def _uniform_weights(parsed: lexical.ParsedQuery) -> list[tuple[float, frozenset[str]]]:
+    """SQLite's coverage weights: every distinct query word alike (FTS5 keeps no per-Agent
+    frequencies), as the FTS tokenizer reads it (lower case, no diacritics)."""
+    return [(1.0, frozenset({word})) for word in dict.fromkeys(_words_of(parsed.words))]
+
+
+def _words_of(text: str) -> set[str]:
+    """Words as SQLite's FTS5 `unicode61 remove_diacritics 2` tokenizer indexes them."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    stripped = "".join(character for character in folded if not unicodedata.combining(character))
+    return set(_WORDS.findall(stripped))
+
+
+_WORDS = re.compile(r"\w+")
 
 
 def reciprocal_rank_fusion(rankings: list[list[int]]) -> dict[int, float]:
@@ -247,15 +316,25 @@ class QueryTerms:
     frequencies: dict[str, int]  # term -> searchable chunks of the Agent holding it
     chunk_count: int
     average_length: float  # distinct terms per chunk
+    # Query word (its position) -> its readings: one term per configuration that kept it.
+    readings: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    def _idf(self, found: int) -> float:
+        total = max(self.chunk_count, 1)
+        return math.log(1 + (total - found + 0.5) / (found + 0.5))
+
+    def word_weights(self) -> list[tuple[float, frozenset[str]]]:
+        """Each query word's weight for `relevance.coverage`: the idf of its rarest reading (a
+        word no passage holds weighs most), with its readings."""
+        return [
+            (max(self._idf(self.frequencies.get(term, 0)) for term in terms), terms)
+            for terms in self.readings.values()
+            if terms
+        ]
 
     def weights(self) -> dict[str, float]:
         """BM25's idf of each term found in at least one chunk."""
-        total = max(self.chunk_count, 1)
-        return {
-            term: math.log(1 + (total - found + 0.5) / (found + 0.5))
-            for term, found in self.frequencies.items()
-            if found > 0
-        }
+        return {term: self._idf(found) for term, found in self.frequencies.items() if found > 0}
 
 
 def _tsquery_literal(terms, operator: str) -> str:
@@ -301,6 +380,8 @@ def _query_terms(*, agent_id: str, words: str, configs: list[str]) -> QueryTerms
     }
     frequencies: dict[str, int] = {}
     fallback: dict[str, int] = {}
+    readings: dict[int, set[str]] = {}
+    stop_readings: dict[int, set[str]] = {}
     for config, lexeme, positions, found, _ in rows[:-1]:
         if config not in configs:
             continue
@@ -308,14 +389,20 @@ def _query_terms(*, agent_id: str, words: str, configs: list[str]) -> QueryTerms
         # reads "and" as a word, and its lexeme would match English stems ("ande" -> "and").
         if set(positions or ()) <= stop:
             fallback[lexeme] = found
+            for position in positions or ():
+                stop_readings.setdefault(position, set()).add(lexeme)
             continue
         frequencies[lexeme] = found
+        for position in positions or ():
+            if position not in stop:
+                readings.setdefault(position, set()).add(lexeme)
     if not frequencies:  # a query of stop words only: they are all it has
-        frequencies = fallback
+        frequencies, readings = fallback, stop_readings
     return QueryTerms(
         frequencies=frequencies,
         chunk_count=chunk_count,
         average_length=lexeme_count / chunk_count if chunk_count else 1.0,
+        readings={position: frozenset(terms) for position, terms in readings.items()},
     )
 
 
@@ -325,17 +412,17 @@ def spent_on(terms: list[str], statistics: QueryTerms) -> int:
 
 
 def _postgres_keyword(
-    *, agent_id: str, query: str, configs: list[str], limit: int
-) -> tuple[list[tuple[int, float]], str]:
-    """BM25 over the Agent's searchable chunks: (chunk id, score) best first, and the tsquery
-    of every matched term (for highlighting)."""
-    parsed = lexical.parse_query(query)
-    if parsed.is_empty:
-        return [], ""
-    terms = _query_terms(agent_id=agent_id, words=parsed.words, configs=configs)
+    *,
+    agent_id: str,
+    parsed: lexical.ParsedQuery,
+    terms: QueryTerms,
+    configs: list[str],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """BM25 over the Agent's searchable chunks: (chunk id, score) best first."""
     weights = terms.weights()
-    if not weights:
-        return [], ""
+    if parsed.is_empty or not weights:
+        return []
     by_rarity = sorted(weights, key=lambda term: (terms.frequencies[term], term))
     rare: list[str] = []
     spent = 0
@@ -352,7 +439,7 @@ def _postgres_keyword(
     # written inline with constant configuration names (SEARCH_CONFIGS only) so the planner
     # folds them into constant tsqueries.
     filters = []
-    params: dict[str, object] = {
+    params: dict[str, Any] = {
         "agent_id": agent_id,
         "terms": list(weights),
         "idfs": list(weights.values()),
@@ -390,8 +477,7 @@ def _postgres_keyword(
     sql = _POSTGRES_BM25_SQL.format(candidates=candidates)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        ranked = [(row[0], float(row[1])) for row in cursor.fetchall()]
-    return ranked, _tsquery_literal(weights, "|")
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
 
 # Each candidate's BM25: for every query term it holds, idf * tf * (k1 + 1) / (tf + k1 * (1 - b
@@ -414,21 +500,28 @@ LIMIT %(limit)s
 
 
 def _keyword_candidates(
-    *, agent_id: str, query: str, configs: list[str], limit: int
-) -> tuple[list[tuple], str]:
-    """(chunk id, score[, raw snippet on SQLite]) of the best keyword matches, best first, and
-    the matched terms as a tsquery (PostgreSQL, for highlighting)."""
-    if not is_postgres():
+    *,
+    agent_id: str,
+    query: str,
+    terms: QueryTerms | None,
+    configs: list[str],
+    limit: int,
+) -> list[tuple]:
+    """(chunk id, score[, raw snippet on SQLite]) of the best keyword matches, best first."""
+    if terms is None:  # SQLite
         expression = lexical.fts5_expression(query)
         if not expression:
-            return [], ""
+            return []
         with connection.cursor() as cursor:
             cursor.execute(_SQLITE_KEYWORD_SQL, [expression, agent_id, limit])
-            return cursor.fetchall(), ""
-    ranked, matched = _postgres_keyword(
-        agent_id=agent_id, query=query, configs=configs, limit=limit
+            return cursor.fetchall()
+    return _postgres_keyword(
+        agent_id=agent_id,
+        parsed=lexical.parse_query(query),
+        terms=terms,
+        configs=configs,
+        limit=limit,
     )
-    return [tuple(row) for row in ranked], matched
 
 
 _SQLITE_KEYWORD_SQL = """
@@ -448,7 +541,7 @@ LIMIT %s
 
 
 def _semantic_candidates(
-    *, agent_id: str, query: str, state: AgentSearchState, limit: int
+    *, agent_id: str, vector: np.ndarray, state: AgentSearchState, limit: int
 ) -> list[tuple[int, float]]:
     """(chunk id, similarity) of the chunks nearest the query's meaning, best first.
 
@@ -456,7 +549,6 @@ def _semantic_candidates(
     sign-bit scan without pgvector) compares the query with each chunk's summary vector (the
     mean of its windows) to shortlist candidates; their windows are then read and scored.
     """
-    vector = embeddings.embed_texts([query])[0]
     if embeddings.pgvector_enabled():
         with connection.cursor() as cursor:
             cursor.execute(
@@ -581,18 +673,21 @@ def _load_vectors(*, agent_id: str, stamp: tuple) -> AgentVectors:
 
 _POSTGRES_HITS_SQL = """
 SELECT c.id, c.document_id, d.name, c.heading_path, c.position,
-       CASE WHEN %(matched)s <> '' AND c.index_text IS NULL THEN
+       CASE WHEN %(highlight)s <> '' AND c.index_text IS NULL THEN
            ts_headline(c.search_config::regconfig, translate(c.text, '<>', %(brackets)s),
-                       %(matched)s::tsquery, %(headline)s)
+                       %(highlight)s::tsquery, %(headline)s)
        END,
-       c.text, c.index_text IS NOT NULL
+       c.text, c.index_text IS NOT NULL,
+       ARRAY(SELECT unnest(tsvector_to_array(c.search_vector))
+             INTERSECT SELECT unnest(%(terms)s::text[])),
+       NULL, c.embedding, c.embedding_model
 FROM knowledge_chunk c
 JOIN knowledge_document d ON d.id = c.document_id
 WHERE c.id = ANY(%(ids)s) AND c.agent_id = %(agent_id)s AND c.is_searchable
 """
 _SQLITE_HITS_SQL = """
 SELECT c.id, c.document_id, d.name, c.heading_path, c.position, NULL, c.text,
-       c.index_text IS NOT NULL
+       c.index_text IS NOT NULL, NULL, c.index_text, c.embedding, c.embedding_model
 FROM knowledge_chunk c
 JOIN knowledge_document d ON d.id = c.document_id
 WHERE c.id IN ({placeholders}) AND c.agent_id = %s AND c.is_searchable
@@ -606,7 +701,9 @@ _HEADLINE_OPTIONS = (
 )
 
 
-def _read_hits(*, agent_id: str, matched: str, ids: list[int]) -> list[tuple]:
+def _read_hits(*, agent_id: str, highlight: str, terms: list[str], ids: list[int]) -> list[tuple]:
+    """The returned chunks with their document's name, a highlighted snippet (PostgreSQL),
+    their text, the query terms they hold (PostgreSQL) and their vectors."""
     with connection.cursor() as cursor:
         if is_postgres():
             cursor.execute(
@@ -614,7 +711,8 @@ def _read_hits(*, agent_id: str, matched: str, ids: list[int]) -> list[tuple]:
                 {
                     "ids": ids,
                     "agent_id": agent_id,
-                    "matched": matched,
+                    "highlight": highlight,
+                    "terms": terms,
                     "headline": _HEADLINE_OPTIONS,
                     "brackets": _BRACKET_STANDINS,
                 },
@@ -644,6 +742,68 @@ def snippet_text(markdown: str) -> str:
     text = _INLINE_MARKUP.sub("", _HEADING_MARK.sub("", text))
     text = _SPACES.sub(" ", text).strip(" ·")
     return text
+
+
+_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
+_MARKED = re.compile("\x02([^\x02\x03]*)\x03")
+
+
+def _marked_words(raw: str | None) -> set[str]:
+    """The words the database marked in its snippet (the passage's own spelling)."""
+    return {word.casefold() for word in _MARKED.findall(raw or "")}
+
+
+def table_snippet(text: str, *, marked: set[str]) -> str | None:
+    """For a passage holding a markdown table: its best row as "header: cell" pairs, the
+    matched words between markers ("Method: \x02Card\x03 · Delay: 3-5 days"): the row with the
+    most matched words, else the first. None when the passage has no table."""
+    lines = text.splitlines()
+    for start, line in enumerate(lines[:-1]):
+        if _TABLE_LINE.match(line) and _TABLE_RULE.fullmatch(lines[start + 1].strip()):
+            break
+    else:
+        return None
+    header = _cells(lines[start])
+    rows = []
+    for line in lines[start + 2 :]:
+        if not _TABLE_LINE.match(line):
+            break
+        rows.append(_cells(line))
+    if not rows:
+        return None
+    wanted = {word.casefold() for word in marked if word}
+
+    def hits(cells: list[str]) -> int:
+        words = {word.casefold() for cell in cells for word in _WORDS.findall(cell)}
+        return len(words & wanted)
+
+    best = max(rows, key=hits)  # the first of the best: max keeps the earliest
+    pairs = []
+    for index, cell in enumerate(best):
+        name = header[index] if index < len(header) and header[index] else ""
+        pairs.append(f"{name}: {_mark(cell, wanted)}" if name else _mark(cell, wanted))
+    return " · ".join(pairs)
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _mark(cell: str, wanted: set[str]) -> str:
+    if not wanted:
+        return cell
+    return _WORDS.sub(
+        lambda match: (
+            f"\x02{match.group(0)}\x03" if match.group(0).casefold() in wanted else match.group(0)
+        ),
+        cell,
+    )
+
+
+def plain_heading(heading: str) -> str:
+    """A heading as text: a link keeps its text, emphasis and code marks go."""
+    text = _INLINE_MARKUP.sub("", _MARKDOWN_LINK.sub(r"\1", heading))
+    return _SPACES.sub(" ", text).strip()
 
 
 def render_snippet(raw: str | None) -> str:

@@ -9,6 +9,7 @@ from apps.knowledge.search import render_snippet, snippet_text
 from tests.knowledge.conftest import make_file_document
 
 HIT_KEYS = {
+    "text",
     "object",
     "document_id",
     "document_name",

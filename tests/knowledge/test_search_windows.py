@@ -65,8 +65,8 @@ def test_the_answer_at_the_end_of_a_long_passage_is_found_by_meaning(agent):
     hits = search.search_chunks(agent=agent, query=question, limit=3, mode="semantic")
     assert [hit.chunk_id for hit in hits] == [chunk.pk]
     # The best window (the one holding the dog sentence) scores, not the opening.
-    assert hits[0].score == pytest.approx(float(np.max(stored @ query)), abs=1e-4)
-    assert hits[0].score > first_window_only + 0.1
+    assert hits[0].similarity == pytest.approx(float(np.max(stored @ query)), abs=1e-4)
+    assert hits[0].similarity > first_window_only + 0.1
 
 
 def test_reembed_replaces_vectors_made_otherwise_and_keeps_progress(agent):
