@@ -113,6 +113,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-document", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--reuse", action="store_true", help="search the Agents an earlier run ingested"
+    )
     args = parser.parse_args()
     _prepare_environment()
 
@@ -138,10 +141,14 @@ def main() -> None:
     )
     families = sorted({_family(path) for path in files})
     half = {family: index % 2 for index, family in enumerate(families)}
-    Workspace.objects.filter(name="Knowledge calibration").delete()
-    workspace = Workspace.objects.create(name="Knowledge calibration")
-    agents = [Agent.objects.create(workspace=workspace, name=f"Half {n}") for n in (0, 1)]
     paraphrase = json.loads((ROOT / "benchmarks" / "knowledge_paraphrase.json").read_text())
+    existing = list(Agent.objects.filter(workspace__name="Knowledge calibration").order_by("name"))
+    if args.reuse and len(existing) == 2:
+        agents = existing
+    else:
+        Workspace.objects.filter(name="Knowledge calibration").delete()
+        workspace = Workspace.objects.create(name="Knowledge calibration")
+        agents = [Agent.objects.create(workspace=workspace, name=f"Half {n}") for n in (0, 1)]
 
     def ingest(agent, name: str, data: bytes) -> str | None:
         try:
@@ -156,13 +163,23 @@ def main() -> None:
         return document.pk
 
     documents: list[list[str]] = [[], []]
-    for path in files:
-        side = half[_family(path)]
-        document_id = ingest(agents[side], path.name, path.read_bytes())
-        if document_id:
-            documents[side].append(document_id)
-    for name, markdown in paraphrase["documents"].items():
-        ingest(agents[0], name, markdown.encode())
+    if agents is existing:
+        for side in (0, 1):
+            documents[side] = list(
+                agents[side]
+                .knowledge_documents.filter(status="ready")
+                .exclude(name__in=list(paraphrase["documents"]))
+                .order_by("name")
+                .values_list("pk", flat=True)
+            )
+    else:
+        for path in files:
+            side = half[_family(path)]
+            document_id = ingest(agents[side], path.name, path.read_bytes())
+            if document_id:
+                documents[side].append(document_id)
+        for name, markdown in paraphrase["documents"].items():
+            ingest(agents[0], name, markdown.encode())
     print(f"Ingested {len(documents[0])} + {len(documents[1])} corpus documents.")
 
     # (agent index, query, expected chunk id or None, kind)
@@ -176,9 +193,9 @@ def main() -> None:
             )
             candidates = [(pk, s) for pk, text in chunks for s in _sentences(text)]
             for pk, sentence in rng.sample(candidates, min(args.per_document, len(candidates))):
-                for query in (sentence, _drop_half(sentence, rng)):
-                    queries.append((side, query, pk, "answerable"))
-                    queries.append((1 - side, query, None, "other agent's text"))
+                for query, kind in ((sentence, "sentence"), (_drop_half(sentence, rng), "half")):
+                    queries.append((side, query, pk, kind))
+                    queries.append((1 - side, query, None, f"other Agent's {kind}"))
     for item in paraphrase["questions"]:
         chunk = (
             KnowledgeChunk.objects.filter(agent=agents[0], heading_path__contains=[item["heading"]])
@@ -190,70 +207,107 @@ def main() -> None:
     for side in (0, 1):
         queries += [(side, question, None, "unrelated") for question in UNRELATED]
 
-    positives: list[tuple[float, float, str]] = []
-    negatives: list[tuple[float, float, str]] = []
-    negative_tops: list[tuple[float, float, str]] = []
-    found = total = 0
-    for side, query, expected, _kind in queries:
+    positives: list[tuple[float, float, str, str]] = []
+    negatives: list[tuple[float, float, str, str]] = []
+    groups: list[list[tuple[float, float, str, str]]] = []  # per unanswerable query
+    found: dict[str, int] = {}
+    asked: dict[str, int] = {}
+    for side, query, expected, kind in queries:
         hits = search_chunks(agent=agents[side], query=query, limit=10, mode="hybrid")
         script = relevance.script_of(query)
-        rows = [(hit.coverage, hit.similarity or 0.0, script) for hit in hits]
+        rows = [(hit.coverage, hit.similarity or 0.0, script, kind) for hit in hits]
+        asked[kind] = asked.get(kind, 0) + 1
         if expected is not None:
-            total += 1
             for hit, row in zip(hits, rows, strict=True):
                 if hit.chunk_id == expected:
                     positives.append(row)
-                    found += 1
+                    found[kind] = found.get(kind, 0) + 1
         else:
-            negatives += rows
-            if rows:
-                negative_tops.append(max(rows, key=lambda row: (row[0], row[1])))
-    print(
-        f"{len(queries)} queries: answers found in the top 10 for {found} of {total}; "
-        f"{len(positives)} positive and {len(negatives)} negative examples."
-    )
+            # The three strongest candidates of an unanswerable query: what abstention must stop.
+            strongest = sorted(rows, key=lambda row: -(row[0] + row[1]))[:3]
+            negatives += strongest
+            if strongest:
+                groups.append(strongest)
+    for kind, count in asked.items():
+        print(
+            f"  {kind}: {count} queries"
+            + (
+                f", answer in the top 10 for {found.get(kind, 0)}"
+                if kind in found or not kind.startswith(("other", "unrelated"))
+                else ""
+            )
+        )
 
-    keyword = _fit([[1, p[0]] for p in positives], [[1, n[0]] for n in negatives])
+    # Every kind of query weighs the same in the fit, whatever its number of examples.
+    keyword = _fit([([1, p[0]], p[3]) for p in positives], [([1, n[0]], n[3]) for n in negatives])
     print(f"KEYWORD_WEIGHTS = ({keyword[0]:.1f}, {keyword[1]:.1f})")
-    meaning = {}
+    meaning: dict[str, np.ndarray] = {}
     for script in ("latin", "other"):
-        pos = [[1, p[0], p[1]] for p in positives if p[2] == script]
-        neg = [[1, n[0], n[1]] for n in negatives if n[2] == script]
+        pos = [p for p in positives if p[2] == script]
+        neg = [n for n in negatives if n[2] == script]
         if not pos or not neg:
             print(f"  {script}: not enough examples ({len(pos)} / {len(neg)})")
             continue
-        meaning[script] = _fit(pos, neg)
+        if script == "latin":
+            meaning[script] = _fit(
+                [([1, p[0], p[1]], p[3]) for p in pos], [([1, n[0], n[1]], n[3]) for n in neg]
+            )
+        else:
+            # The English model rates texts of other scripts alike: similarity tells nothing
+            # there (its fitted weight comes out negative), coverage decides.
+            fitted = _fit([([1, p[0]], p[3]) for p in pos], [([1, n[0]], n[3]) for n in neg])
+            meaning[script] = np.array([fitted[0], fitted[1], 0.0])
         print(f'    "{script}": ({", ".join(f"{w:.1f}" for w in meaning[script])}),')
 
-    def score(row, weights) -> float:
+    def probability(row, weights) -> float:
         return float(1 / (1 + np.exp(-np.dot(weights, row))))
 
-    for label, pick in (
-        ("keyword", lambda row: score([1, row[0]], keyword)),
-        (
-            "hybrid",
-            lambda row: score(
-                [1, row[0], row[1]], meaning.get(row[2], meaning.get("latin", keyword))
-            ),
+    scorers = {
+        "keyword": lambda row: probability([1, row[0]], keyword),
+        "hybrid": lambda row: probability(
+            [1, row[0], row[1]], meaning.get(row[2], meaning["latin"])
         ),
-    ):
-        print(f"{label}: threshold, answers kept, unanswerable queries with nothing above it")
-        for threshold in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6):
-            kept = sum(pick(row) >= threshold for row in positives) / max(len(positives), 1)
-            silent = sum(pick(row) < threshold for row in negative_tops)
+    }
+    for label, scorer in scorers.items():
+        print(f"{label}: per threshold, answers kept per kind; unanswerable queries left empty")
+        for threshold in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5):
+            kept = {
+                kind: sum(scorer(p) >= threshold for p in positives if p[3] == kind)
+                / max(1, sum(p[3] == kind for p in positives))
+                for kind in ("sentence", "half", "paraphrase")
+            }
             unanswerable = sum(1 for q in queries if q[2] is None)
-            empty = unanswerable - len(negative_tops)
+            heard = sum(max(scorer(row) for row in group) >= threshold for group in groups)
+            silent = unanswerable - heard
+            by_kind = {}
+            for kind in sorted({q[3] for q in queries if q[2] is None}):
+                asked_kind = sum(1 for q in queries if q[2] is None and q[3] == kind)
+                heard_kind = sum(
+                    max(scorer(row) for row in group) >= threshold
+                    for group in groups
+                    if group[0][3] == kind
+                )
+                by_kind[kind] = (asked_kind - heard_kind) / max(asked_kind, 1)
             print(
-                f"  {threshold:.2f}: {kept:.3f} of {len(positives)} answers, "
-                f"{(silent + empty) / max(unanswerable, 1):.3f} of {unanswerable} unanswerable"
+                f"  {threshold:.2f}: "
+                + ", ".join(f"{kind} {share:.3f}" for kind, share in kept.items())
+                + f"; unanswerable empty {silent / max(unanswerable, 1):.3f} of {unanswerable} ("
+                + ", ".join(f"{kind} {share:.2f}" for kind, share in by_kind.items())
+                + ")"
             )
 
 
-def _fit(positives: list[list[float]], negatives: list[list[float]]) -> np.ndarray:
-    """Logistic regression by Newton's method, the two classes weighed equally, a little L2."""
-    x = np.array(positives + negatives, dtype=float)
-    y = np.array([1.0] * len(positives) + [0.0] * len(negatives))
-    weight = np.where(y == 1, 0.5 / len(positives), 0.5 / len(negatives))
+def _fit(positives: list[tuple[list[float], str]], negatives: list[tuple[list[float], str]]):
+    """Logistic regression by Newton's method; each kind of example weighs the same in total,
+    positives and negatives half each; a little L2."""
+    rows = [(x, 1.0, kind) for x, kind in positives] + [(x, 0.0, kind) for x, kind in negatives]
+    x = np.array([row[0] for row in rows], dtype=float)
+    y = np.array([row[1] for row in rows])
+    kinds: dict[tuple[float, str], int] = {}
+    for _, label, kind in rows:
+        kinds[(label, kind)] = kinds.get((label, kind), 0) + 1
+    per_label = {label: sum(1 for key in kinds if key[0] == label) for label in (0.0, 1.0)}
+    weight = np.array([0.5 / per_label[label] / kinds[(label, kind)] for _, label, kind in rows])
     w = np.zeros(x.shape[1])
     for _ in range(50):
         p = 1 / (1 + np.exp(-x @ w))
