@@ -61,7 +61,9 @@ def test_scores_share_one_scale_across_modes(agent):
     document = agent.knowledge_documents.get()
     embeddings.document_embed(document_id=document.pk, max_batches=100)
     for mode in search.MODES:
-        hits = search.search_chunks(agent=agent, query="refund card fourteen days", limit=3, mode=mode)
+        hits = search.search_chunks(
+            agent=agent, query="refund card fourteen days", limit=3, mode=mode
+        )
         assert hits[0].heading_path[-1] == "Refund policy", mode
         assert 0.5 < hits[0].score <= 1, (mode, hits[0].score)
         assert all(0 <= hit.score <= 1 for hit in hits)
