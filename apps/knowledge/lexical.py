@@ -206,16 +206,22 @@ _HIGHLIGHT_BEFORE = 60
 _HIGHLIGHT_LENGTH = 240
 
 
-def highlight(text: str, words: str) -> str:
-    """A snippet of a passage indexed as character pairs, with the query's pairs (and its other
-    words, whole and case-insensitively) between the \\x02/\\x03 markers that render_snippet
-    turns into <mark> tags; overlapping pairs make one mark ("東京 京都" -> 東京都)."""
+def highlight(text: str, words: str, *, stems: tuple[str, ...] | list[str] = ()) -> str:
+    """A snippet of a passage with the query's words between the \x02/\x03 markers that
+    render_snippet turns into <mark> tags: CJK pairs wherever they occur (overlapping pairs make
+    one mark: "東京 京都" -> 東京都), other words whole and case-insensitively, and words that
+    start with one of `stems` (the query's index terms: "refund" marks "refunds", "polici"
+    marks "policies"). The snippet is the window of the passage holding the most distinct
+    matched words."""
     patterns = []
     for token in dict.fromkeys(words.split()):
         if has_cjk(token):
             patterns.append(re.escape(token))
         else:
             patterns.append(rf"(?<!\w){re.escape(token)}(?!\w)")
+    for stem in dict.fromkeys(stems):
+        if len(stem) >= 3 and not has_cjk(stem):
+            patterns.append(rf"(?<!\w){re.escape(stem)}\w*")
     spans: list[list[int]] = []
     if patterns:
         # A lookahead finds overlapping matches: 東京 and 京都 in 東京都.
@@ -226,17 +232,43 @@ def highlight(text: str, words: str) -> str:
                 spans[-1][1] = max(spans[-1][1], end)
             else:
                 spans.append([start, end])
-    begin = max(0, spans[0][0] - _HIGHLIGHT_BEFORE) if spans else 0
+    begin = _best_window(text, spans)
     finish = min(len(text), begin + _HIGHLIGHT_LENGTH)
+    if finish < len(text):  # end at a space rather than inside a word
+        space = text.rfind(" ", begin, finish)
+        finish = space if space > begin + _HIGHLIGHT_LENGTH // 2 else finish
     out = ["… " if begin else ""]
     cursor = begin
     for start, end in spans:
+        if end <= begin:
+            continue
         if start >= finish:
             break
-        end = min(end, finish)
+        start, end = max(start, begin), min(end, finish)
         out += [text[cursor:start], "\x02", text[start:end], "\x03"]
         cursor = end
     out.append(text[cursor:finish])
     if finish < len(text):
         out.append(" …")
     return "".join(out)
+
+
+def _best_window(text: str, spans: list[list[int]]) -> int:
+    """Where the snippet starts: a little before the match that opens the window with the most
+    distinct matched words (the first such), at a word boundary."""
+    if not spans:
+        return 0
+    best, best_count = spans[0][0], -1
+    for first, _ in spans:
+        inside = {
+            text[start:end].casefold()
+            for start, end in spans
+            if first <= start < first + _HIGHLIGHT_LENGTH - _HIGHLIGHT_BEFORE
+        }
+        if len(inside) > best_count:
+            best, best_count = first, len(inside)
+    begin = max(0, best - _HIGHLIGHT_BEFORE)
+    if begin:
+        space = text.find(" ", begin, best)
+        begin = space + 1 if space != -1 else begin
+    return begin

@@ -178,11 +178,7 @@ def search_chunks(
     readings = sorted(
         {term for terms in (terms.readings.values() if terms else ()) for term in terms}
     )
-    highlight = _tsquery_literal(readings, "|") if keyword else ""
-    rows = {
-        row[0]: row
-        for row in _read_hits(agent_id=agent.pk, highlight=highlight, terms=readings, ids=chosen)
-    }
+    rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, terms=readings, ids=chosen)}
     weights = terms.word_weights() if terms is not None else _uniform_weights(parsed)
     script = relevance.script_of(query)
     keyword_ranks = {chunk_id: rank for rank, chunk_id in enumerate(keyword, start=1)}
@@ -204,12 +200,19 @@ def search_chunks(
         )
         if score < min_score:
             continue
-        raw = row[5] if is_postgres() else snippets.get(chunk_id)
+        if is_postgres() or bigrammed:
+            # Marked here rather than by ts_headline, which parses every returned passage again
+            # (1 ms each): the query's words and index terms, stems as prefixes.
+            raw = (
+                lexical.highlight(text, parsed.words, stems=readings)
+                if keyword or bigrammed
+                else None
+            )
+        else:
+            raw = snippets.get(chunk_id)
         table = table_snippet(text, marked=_marked_words(raw) | set(parsed.words.split()))
         if table is not None:  # the row that matched, under its header
             snippet = render_snippet(table)
-        elif bigrammed:  # the index read character pairs: mark them in the text itself
-            snippet = render_snippet(lexical.highlight(text, parsed.words))
         else:
             snippet = render_snippet(raw) if raw else _plain_snippet(text)
         hits.append(
@@ -672,11 +675,7 @@ def _load_vectors(*, agent_id: str, stamp: tuple) -> AgentVectors:
 # --- the returned rows -----------------------------------------------------------------------
 
 _POSTGRES_HITS_SQL = """
-SELECT c.id, c.document_id, d.name, c.heading_path, c.position,
-       CASE WHEN %(highlight)s <> '' AND c.index_text IS NULL THEN
-           ts_headline(c.search_config::regconfig, translate(c.text, '<>', %(brackets)s),
-                       %(highlight)s::tsquery, %(headline)s)
-       END,
+SELECT c.id, c.document_id, d.name, c.heading_path, c.position, NULL,
        c.text, c.index_text IS NOT NULL,
        ARRAY(SELECT unnest(tsvector_to_array(c.search_vector))
              INTERSECT SELECT unnest(%(terms)s::text[])),
@@ -692,16 +691,9 @@ FROM knowledge_chunk c
 JOIN knowledge_document d ON d.id = c.document_id
 WHERE c.id IN ({placeholders}) AND c.agent_id = %s AND c.is_searchable
 """
-# ts_headline would strip anything that looks like a tag (`<!DOCTYPE html>` in a code block);
-# angle brackets travel through it as look-alikes and are restored by render_snippet.
-_BRACKET_STANDINS = "\u2039\u203a"
-_HEADLINE_OPTIONS = (
-    f"StartSel={_START}, StopSel={_STOP}, MaxWords=40, MinWords=15, "
-    'ShortWord=2, MaxFragments=2, FragmentDelimiter=" … "'
-)
 
 
-def _read_hits(*, agent_id: str, highlight: str, terms: list[str], ids: list[int]) -> list[tuple]:
+def _read_hits(*, agent_id: str, terms: list[str], ids: list[int]) -> list[tuple]:
     """The returned chunks with their document's name, a highlighted snippet (PostgreSQL),
     their text, the query terms they hold (PostgreSQL) and their vectors."""
     with connection.cursor() as cursor:
@@ -711,10 +703,7 @@ def _read_hits(*, agent_id: str, highlight: str, terms: list[str], ids: list[int
                 {
                     "ids": ids,
                     "agent_id": agent_id,
-                    "highlight": highlight,
                     "terms": terms,
-                    "headline": _HEADLINE_OPTIONS,
-                    "brackets": _BRACKET_STANDINS,
                 },
             )
         else:
@@ -811,8 +800,6 @@ def render_snippet(raw: str | None) -> str:
     into <mark> tags."""
     if not raw:
         return ""
-    if is_postgres():
-        raw = raw.translate({ord(_BRACKET_STANDINS[0]): "<", ord(_BRACKET_STANDINS[1]): ">"})
     escaped = html.escape(snippet_text(raw), quote=False)
     # Unbalanced markers (a fragment cut inside one) are dropped rather than left open.
     parts = re.split(f"({_START}|{_STOP})", escaped)

@@ -204,7 +204,8 @@ def test_snippet_reads_as_text_not_markdown_syntax(api, agent):
     make_file_document(agent, REFUNDS, "refunds.md")
     (hit,) = search(api, "paypal")["data"]
     snippet = hit["snippet"]
-    assert "Card · 3-5 business days · <mark>PayPal</mark> · 1 business day" in snippet
+    # A table's snippet is the row that matched, under its header.
+    assert snippet == "Method: <mark>PayPal</mark> · Time: 1 business day"
     for syntax in ("|", "---", "**", "##", "](", "https://bank.example"):
         assert syntax not in snippet
     # The API keeps the whole path; the console drops a first heading that repeats the name.
