@@ -140,6 +140,7 @@ def index_text(text: str) -> str | None:
 # --- queries -------------------------------------------------------------------------------
 
 _TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
+_WORD_IN_TEXT = re.compile(r"[^\W\d_][\w'-]*|\d[\w.,-]*")
 _WORD = re.compile(r"\w+")
 
 
@@ -213,25 +214,25 @@ def highlight(text: str, words: str, *, stems: tuple[str, ...] | list[str] = ())
     start with one of `stems` (the query's index terms: "refund" marks "refunds", "polici"
     marks "policies"). The snippet is the window of the passage holding the most distinct
     matched words."""
-    patterns = []
-    for token in dict.fromkeys(words.split()):
-        if has_cjk(token):
-            patterns.append(re.escape(token))
-        else:
-            patterns.append(rf"(?<!\w){re.escape(token)}(?!\w)")
-    for stem in dict.fromkeys(stems):
-        if len(stem) >= 3 and not has_cjk(stem):
-            patterns.append(rf"(?<!\w){re.escape(stem)}\w*")
-    spans: list[list[int]] = []
-    if patterns:
+    tokens = list(dict.fromkeys(words.split()))
+    whole = {token.casefold() for token in tokens if not has_cjk(token)}
+    prefixes = tuple(stem for stem in dict.fromkeys(stems) if len(stem) >= 3 and not has_cjk(stem))
+    found: list[tuple[int, int]] = [
+        match.span()
+        for match in _WORD_IN_TEXT.finditer(text)
+        if (word := match.group(0).casefold()) in whole or word.startswith(prefixes or ("\x00",))
+    ]
+    pairs = [re.escape(token) for token in tokens if has_cjk(token)]
+    if pairs:
         # A lookahead finds overlapping matches: 東京 and 京都 in 東京都.
-        finder = re.compile(f"(?=({'|'.join(patterns)}))", re.IGNORECASE)
-        for match in finder.finditer(text):
-            start, end = match.start(1), match.end(1)
-            if spans and start <= spans[-1][1]:
-                spans[-1][1] = max(spans[-1][1], end)
-            else:
-                spans.append([start, end])
+        finder = re.compile(f"(?=({'|'.join(pairs)}))")
+        found += [(match.start(1), match.end(1)) for match in finder.finditer(text)]
+    spans: list[list[int]] = []
+    for start, end in sorted(found):
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
     begin = _best_window(text, spans)
     finish = min(len(text), begin + _HIGHLIGHT_LENGTH)
     if finish < len(text):  # end at a space rather than inside a word
@@ -255,18 +256,17 @@ def highlight(text: str, words: str, *, stems: tuple[str, ...] | list[str] = ())
 
 def _best_window(text: str, spans: list[list[int]]) -> int:
     """Where the snippet starts: a little before the match that opens the window with the most
-    distinct matched words (the first such), at a word boundary."""
+    matched words (the first such), at a word boundary."""
     if not spans:
         return 0
-    best, best_count = spans[0][0], -1
-    for first, _ in spans:
-        inside = {
-            text[start:end].casefold()
-            for start, end in spans
-            if first <= start < first + _HIGHLIGHT_LENGTH - _HIGHLIGHT_BEFORE
-        }
-        if len(inside) > best_count:
-            best, best_count = first, len(inside)
+    width = _HIGHLIGHT_LENGTH - _HIGHLIGHT_BEFORE
+    best, best_count, last = spans[0][0], 0, 0
+    for first, (start, _) in enumerate(spans):  # two pointers: spans are sorted
+        last = max(last, first)
+        while last + 1 < len(spans) and spans[last + 1][0] < start + width:
+            last += 1
+        if last - first + 1 > best_count:
+            best, best_count = start, last - first + 1
     begin = max(0, best - _HIGHLIGHT_BEFORE)
     if begin:
         space = text.find(" ", begin, best)
