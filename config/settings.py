@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "apps.tools",
     "oauth2_provider",
     "apps.mcp_server",
+    # Composes every app above (the demo seed); no app imports it.
+    "apps.demo",
 ]
 
 MIDDLEWARE = [

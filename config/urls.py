@@ -21,7 +21,7 @@ def home(request):
 
 urlpatterns = [
     path("", home, name="home"),
-    path("v1/", include("apps.api.urls")),
+    path("v1/", include("config.api_urls")),
     path("v1", lambda request: redirect("api-docs")),
     path("admin/", admin.site.urls),
     path("", include("apps.workspaces.urls")),

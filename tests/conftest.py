@@ -9,8 +9,8 @@ import orjson
 import pytest
 from django.test import Client
 
+from apps.api.scopes import ALL_SCOPES
 from apps.workspaces.models import Membership
-from apps.workspaces.scopes import ALL_SCOPES
 from tests.factories import (
     agent_factory,
     api_key_factory,

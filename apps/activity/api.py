@@ -39,8 +39,9 @@ from apps.api.authentication import ApiKeyAuthentication, ServiceAgentKeyAuthent
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
-from apps.api.views import AgentViewSet, json_response
+from apps.api.views import json_response
 from apps.workspaces.browser_tokens import DEFAULT_LIFETIME_SECONDS
+from apps.workspaces.viewsets import AgentViewSet
 
 UserList = list_envelope(UserOut, "UserList")
 ConversationList = list_envelope(ConversationOut, "ConversationList")

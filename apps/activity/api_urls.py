@@ -1,4 +1,4 @@
-"""Routes of this app under /v1, served in both forms by apps.api.urls."""
+"""Routes of this app under /v1, served in both forms by config.api_urls."""
 
 from apps.activity.api import (
     AuthTokenViewSet,
@@ -8,8 +8,8 @@ from apps.activity.api import (
     RunViewSet,
     UserViewSet,
 )
-from apps.api.cors import browser_cors
 from apps.api.routing import Route
+from apps.workspaces.cors import browser_cors
 
 routes: list[Route] = [
     Route("users", UserViewSet.as_view({"get": "list"}), "user-list"),

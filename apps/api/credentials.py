@@ -1,113 +1,93 @@
-"""What authenticated a /v1 request: one small value every layer reads from `request.auth`.
+"""What authenticated a /v1 request, as the platform sees it, and the kinds of credential.
 
-Three kinds: a workspace API key (`api_key`), a browser token (`browser_token`, minted by
-POST /v1/auth_tokens) and a resource token (`resource_token`, minted by the Agents MCP server
-from an OAuth grant; it serves wherever an API key does, with the grant's permissions). Views
-say which kinds they serve in `credential_kinds`; the scope permission, throttling, the request
-log and /v1/connection read only this value, so a new kind is a new constructor here plus its
-verification.
+The platform (authentication, the scope check, throttling, the request log) knows no kind of
+credential itself: the app that defines one registers it in its `AppConfig.ready()` with
+`credential_kind_register`, naming how to recognise a raw bearer value (its prefix) and how to
+verify it into a `Credential` (or raise `Unauthorized`). Today `apps.workspaces` registers API
+keys (tried for every value no other kind recognises) and browser tokens, and
+`apps.mcp_server` its resource tokens and the refusal of its OAuth tokens (docs/architecture.md).
+
+Views say which kinds they serve in `credential_kinds`; the scope permission, throttling, the
+request log and /v1/connection read only the `Credential` below from `request.auth`.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+from typing import Protocol
+
+from django.http import HttpRequest
 
 from apps.api.throttling import CountedRequest
-from apps.mcp_server.resource_tokens import ResourceToken
-from apps.workspaces.browser_tokens import BrowserToken
-from apps.workspaces.models import Agent, ApiKey
-from apps.workspaces.selectors import is_workspace_owner
+from apps.common.errors import Unauthorized
 
-CredentialKind = Literal["api_key", "browser_token", "resource_token"]
 
-# A browser token reads its end user's own conversations and their messages, nothing else.
-BROWSER_TOKEN_SCOPES = frozenset({"conversations:read"})
+class Credential(Protocol):
+    """The part of a credential the platform reads; each kind's app supplies the rest."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def scopes(self) -> frozenset[str]: ...
+
+    # Safe to log and to count requests by: a key's prefix, a token's public id.
+    @property
+    def public_id(self) -> str: ...
+
+    # Set when the request was counted in its rate window as the credential was looked up (one
+    # Redis round trip for both); the throttle then counts nothing.
+    @property
+    def counted(self) -> CountedRequest | None: ...
+
+    # The kind a view's `credential_kinds` is checked against.
+    @property
+    def serves_as(self) -> str: ...
+
+    # The name of the credential's rate window.
+    @property
+    def rate_limit_id(self) -> str: ...
+
+    def is_owner(self) -> bool:
+        """Whether the credential acts for a workspace owner now (owner-only scopes)."""
+        ...
+
+
+# (raw bearer value, the Django request) -> the credential, or Unauthorized.
+Verify = Callable[[str, HttpRequest], Credential]
 
 
 @dataclass(frozen=True)
-class Credential:
-    kind: CredentialKind
-    # The key itself, for a browser token the key that minted it, for a resource token the
-    # connected application's grant key.
-    key: ApiKey
-    scopes: frozenset[str]
-    # Safe to log and to count requests by: a key's prefix, a token's public id.
-    public_id: str
-    # Set for browser tokens only.
-    token: BrowserToken | None = None
-    # Set for resource tokens only.
-    resource_token: ResourceToken | None = None
-    # Set when the request was counted in its rate window as the key was looked up (one Redis
-    # round trip for both); the throttle then counts nothing.
-    counted: CountedRequest | None = None
+class CredentialKind:
+    name: str
+    # None: the kind every value that no other kind recognises is tried as (API keys), so
+    # its own parser says what is wrong with a malformed value.
+    recognizes: Callable[[str], bool] | None
+    verify: Verify
 
-    @classmethod
-    def for_api_key(cls, key: ApiKey, counted: CountedRequest | None = None) -> "Credential":
-        return cls(
-            kind="api_key",
-            key=key,
-            scopes=frozenset(key.scopes),
-            public_id=key.prefix,
-            counted=counted,
-        )
 
-    @classmethod
-    def for_browser_token(
-        cls, token: BrowserToken, key: ApiKey, counted: CountedRequest | None = None
-    ) -> "Credential":
-        return cls(
-            kind="browser_token",
-            key=key,
-            scopes=BROWSER_TOKEN_SCOPES,
-            public_id=token.public_id,
-            token=token,
-            counted=counted,
-        )
+_kinds: dict[str, CredentialKind] = {}
 
-    @classmethod
-    def for_resource_token(
-        cls, token: ResourceToken, grant_key: ApiKey, counted: CountedRequest | None = None
-    ) -> "Credential":
-        return cls(
-            kind="resource_token",
-            key=grant_key,
-            scopes=token.scopes & frozenset(grant_key.scopes),
-            public_id=token.public_id,
-            resource_token=token,
-            counted=counted,
-        )
 
-    @property
-    def serves_as(self) -> str:
-        """The kind a view's `credential_kinds` is checked against: a resource token acts as
-        an API key of its grant's permissions."""
-        return "api_key" if self.kind == "resource_token" else self.kind
+def credential_kind_register(
+    name: str, *, recognizes: Callable[[str], bool] | None, verify: Verify
+) -> None:
+    """Register a kind (from an `AppConfig.ready()`); registering a name again replaces it.
+    Recognisers must not overlap (each kind has its own prefix), so order does not matter."""
+    if recognizes is None and any(
+        kind.recognizes is None and kind.name != name for kind in _kinds.values()
+    ):
+        raise ValueError("Only one credential kind may take the values no other recognises.")
+    _kinds[name] = CredentialKind(name=name, recognizes=recognizes, verify=verify)
 
-    @property
-    def agent(self) -> Agent:
-        return self.key.agent
 
-    @property
-    def end_user_id(self) -> str | None:
-        return self.token.user_id if self.token else None
-
-    @property
-    def expires_at(self) -> datetime | None:
-        if self.resource_token is not None:
-            return self.resource_token.expires_at
-        return self.token.expires_at if self.token else self.key.expires_at
-
-    @property
-    def rate_limit_id(self) -> str:
-        # Keys keep their id as the counter's name, and so does a connected application (its
-        # grant key), whatever tokens it mints; each browser token has its own window.
-        return self.key.pk if self.token is None else self.public_id
-
-    def is_owner(self) -> bool:
-        """Whether the credential acts for a workspace owner now (a browser token never does;
-        a resource token does when the member who consented is an owner now)."""
-        if self.serves_as != "api_key":
-            return False
-        return is_workspace_owner(
-            user_id=self.key.created_by_id, workspace_id=self.agent.workspace_id
-        )
+def credential_verify(raw: str, *, request: HttpRequest) -> Credential:
+    """The credential a raw bearer value stands for, verified, or `Unauthorized`."""
+    fallback = None
+    for kind in _kinds.values():
+        if kind.recognizes is None:
+            fallback = kind
+        elif kind.recognizes(raw):
+            return kind.verify(raw, request)
+    if fallback is None:
+        raise Unauthorized("This service accepts no credential of this kind.")
+    return fallback.verify(raw, request)

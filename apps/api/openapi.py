@@ -3,9 +3,9 @@
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 
+from apps.api.scopes import OWNER_SCOPES
 from apps.api.serializers import ErrorOut
 from apps.api.throttling import ApiKeyRateThrottle
-from apps.workspaces.scopes import OWNER_SCOPES
 
 _ERROR_TEXT = {
     "400": "bad_request: invalid parameters or body",

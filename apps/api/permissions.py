@@ -4,8 +4,8 @@ credential it serves (`credential_kinds`, API keys only unless it says otherwise
 from rest_framework.permissions import BasePermission
 
 from apps.api.credentials import Credential
+from apps.api.scopes import OWNER_SCOPES
 from apps.common.errors import InsufficientScope
-from apps.workspaces.scopes import OWNER_SCOPES
 
 WRONG_KIND_MESSAGES = {
     "browser_token": "A browser token can only read its end user's own conversations "

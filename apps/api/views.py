@@ -1,4 +1,4 @@
-"""The base every /v1 view stands on, and the platform's own operations."""
+"""The base every /v1 view stands on, and the platform's own operation: the JSON 404."""
 
 from collections.abc import Callable
 from typing import Any, cast
@@ -6,8 +6,7 @@ from typing import Any, cast
 import orjson
 from django.db import connection
 from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
@@ -17,24 +16,17 @@ from apps.common.errors import NotFound
 from apps.common.keyset import Keyset, page_request, paginate
 from apps.common.listing import ListQuery, compiled_list
 from apps.common.shapes import Shape
-from apps.common.time import iso
-from apps.workspaces.models import Agent
 
 
-class AgentViewSet(ViewSet):
-    """A viewset whose every request is scoped to one Agent.
+class ApiViewSet(ViewSet):
+    """The base every /v1 view stands on (views of an Agent: apps.workspaces.viewsets).
 
-    `required_scopes` maps each action to the permission it needs. The Agent is the key's own,
-    or, on `/v1/agents/{agentId}/...`, the one named there: another Agent is `not_found`.
-    Views with `agent_scope = "workspace"` (webhooks) accept any active Agent of the key's
-    workspace.
+    `required_scopes` maps each action to the permission it needs; `credential_kinds` says
+    which kinds of credential (apps.api.credentials) the view serves, others are 403.
     """
 
     required_scopes: dict[str, str | None] = {}
-    # Which kinds of credential (apps.api.credentials) the view serves; others are 403.
     credential_kinds: tuple[str, ...] = ("api_key",)
-    agent_scope = "key"
-    agent: Agent
 
     def initial(self, request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)
@@ -42,7 +34,6 @@ class AgentViewSet(ViewSet):
         # nothing, and must not reach the database as a query.
         if any("\x00" in value for value in kwargs.values() if isinstance(value, str)):
             raise NotFound()
-        self.agent = self.resolve_agent(kwargs.get("agent_id"))
 
     def check_permissions(self, request) -> None:
         # The rate limit counts before the scope check (DRF counts after it): a request the key
@@ -53,18 +44,6 @@ class AgentViewSet(ViewSet):
 
     def check_throttles(self, request) -> None:
         """Done first thing in `check_permissions`."""
-
-    def resolve_agent(self, agent_id: str | None) -> Agent:
-        key_agent = self.credential.agent
-        if agent_id is None or agent_id == key_agent.pk:
-            return key_agent
-        if self.agent_scope == "workspace":
-            agent = Agent.objects.filter(
-                pk=agent_id, workspace_id=key_agent.workspace_id, status=Agent.Status.ACTIVE
-            ).first()
-            if agent is not None:
-                return agent
-        raise NotFound("No such Agent for this API key.")
 
     @property
     def credential(self) -> Credential:
@@ -92,104 +71,6 @@ class AgentViewSet(ViewSet):
 def json_response(data, *, status: int = 200) -> HttpResponse:
     """Plain-function output path: no serializer, straight to orjson."""
     return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
-
-
-ConnectionOut = inline_serializer(
-    "Connection",
-    {
-        "object": serializers.ChoiceField(choices=["connection"]),
-        "credential": inline_serializer(
-            "ConnectionCredential",
-            {
-                "kind": serializers.ChoiceField(
-                    choices=["api_key", "browser_token", "resource_token"]
-                ),
-                "id": serializers.CharField(),
-                "name": serializers.CharField(allow_null=True),
-                "prefix": serializers.CharField(),
-                "created_at": serializers.DateTimeField(),
-                "last_used_at": serializers.DateTimeField(allow_null=True),
-                "expires_at": serializers.DateTimeField(allow_null=True),
-                "user_id": serializers.CharField(
-                    allow_null=True, help_text="The end user a browser token is bound to."
-                ),
-            },
-        ),
-        "agent": inline_serializer(
-            "ConnectionAgent", {"id": serializers.CharField(), "name": serializers.CharField()}
-        ),
-        "workspace": inline_serializer(
-            "ConnectionWorkspace", {"id": serializers.CharField(), "name": serializers.CharField()}
-        ),
-        "scopes": serializers.ListField(child=serializers.CharField()),
-        "is_owner": serializers.BooleanField(),
-    },
-)
-
-
-def credential_to_dict(credential: Credential) -> dict:
-    """The credential part of /v1/connection: public identifiers only, never a secret."""
-    key, token, resource_token = credential.key, credential.token, credential.resource_token
-    if resource_token is not None:
-        return {
-            "kind": credential.kind,
-            "id": resource_token.public_id,
-            "name": key.name,
-            "prefix": resource_token.public_id,
-            "created_at": iso(resource_token.issued_at),
-            "last_used_at": None,
-            "expires_at": iso(resource_token.expires_at),
-            "user_id": None,
-        }
-    if token is not None:
-        return {
-            "kind": credential.kind,
-            "id": token.public_id,
-            "name": None,
-            "prefix": token.public_id,
-            "created_at": iso(token.issued_at),
-            "last_used_at": None,
-            "expires_at": iso(token.expires_at),
-            "user_id": token.user_id,
-        }
-    return {
-        "kind": credential.kind,
-        "id": key.pk,
-        "name": key.name,
-        "prefix": key.prefix,
-        "created_at": iso(key.created_at),
-        "last_used_at": iso(key.last_used_at),
-        "expires_at": iso(key.expires_at),
-        "user_id": None,
-    }
-
-
-class ConnectionViewSet(AgentViewSet):
-    required_scopes = {"retrieve": None}
-    credential_kinds = ("api_key", "browser_token")
-
-    @extend_schema(
-        tags=["Connection"],
-        summary="Describe the current credential",
-        description="The credential's kind (`api_key`, `browser_token`, or `resource_token` "
-        "for the Agents MCP server's resource-bound tokens, an extension), public prefix, "
-        "expiry, Agent, workspace, scopes and whether it acts for a workspace owner. Needs no "
-        "scope; never exposes a secret. A browser token reports its end user in `user_id`.",
-        responses={200: ConnectionOut},
-    )
-    def retrieve(self, request, agent_id: str | None = None):
-        credential = self.credential
-        agent = self.agent
-        return json_response(
-            {
-                "object": "connection",
-                "credential": credential_to_dict(credential),
-                "agent": {"id": agent.pk, "name": agent.name},
-                "workspace": {"id": agent.workspace_id, "name": agent.workspace.name},
-                "scopes": sorted(credential.scopes),
-                "is_owner": credential.is_owner(),
-            }
-        )
 
 
 @extend_schema(exclude=True)

@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.parsers import MultiPartParser
 
 from apps.api.pagination import PAGE_PARAMETERS
-from apps.api.views import AgentViewSet, json_response
+from apps.api.views import json_response
 from apps.common.errors import BadRequest
 from apps.common.keyset import page_request
 from apps.knowledge import search, selectors, services
@@ -24,6 +24,7 @@ from apps.knowledge.serializers import (
     search_out,
 )
 from apps.knowledge.uploads import limit_uploads
+from apps.workspaces.viewsets import AgentViewSet
 
 READ, WRITE = "knowledge:read", "knowledge:write"
 ID_PARAMETER = OpenApiParameter(

@@ -11,7 +11,7 @@ import secrets
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import BaseScopes
 
-from apps.workspaces.scopes import ALL_SCOPES, OWNER_SCOPES
+from apps.api.scopes import ALL_SCOPES, OWNER_SCOPES
 
 AGENT_SCOPE_PREFIX = "agent:"
 ACCESS_TOKEN_PREFIX = "oat_"

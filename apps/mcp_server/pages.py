@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
 
+from apps.api.scopes import OWNER_SCOPES
 from apps.common.errors import ServiceError
 from apps.common.security import content_security_policy
 from apps.mcp_server.forms import ConsentForm
@@ -22,7 +23,6 @@ from apps.mcp_server.selectors import (
 from apps.mcp_server.services import connected_app_grant, connected_app_revoke
 from apps.workspaces.console import ConsoleRequest, console_view
 from apps.workspaces.models import Agent
-from apps.workspaces.scopes import OWNER_SCOPES
 from apps.workspaces.selectors import agent_list_for_user, owned_workspace_ids
 
 

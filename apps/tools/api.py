@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.serializers import list_envelope
-from apps.api.views import AgentViewSet, json_response
+from apps.api.views import json_response
 from apps.common.keyset import Keyset
 from apps.tools import selectors, services
 from apps.tools.rendering import discovery_to_dict, server_to_dict, tool_to_dict
@@ -20,6 +20,7 @@ from apps.tools.serializers import (
     McpToolOut,
     McpToolUpdateIn,
 )
+from apps.workspaces.viewsets import AgentViewSet
 
 READ, WRITE = "mcp_servers:read", "mcp_servers:write"
 SERVER_KEYSET = Keyset("mcp-servers", "created_at", descending=True)

@@ -1,4 +1,4 @@
-"""Routes of this app under /v1, served in both forms by apps.api.urls."""
+"""Routes of this app under /v1, served in both forms by config.api_urls."""
 
 from apps.api.routing import Route
 from apps.tools.api import McpServerViewSet

@@ -6,12 +6,13 @@ Thin: parse the period, resolve the Agent filter within the key's workspace, rea
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 
-from apps.api.views import AgentViewSet, json_response
+from apps.api.views import json_response
 from apps.common.errors import BadRequest, NotFound
 from apps.usage import selectors
 from apps.usage.rendering import usage_to_dict
 from apps.usage.serializers import UsageOut
 from apps.workspaces.models import Agent
+from apps.workspaces.viewsets import AgentViewSet
 
 QUERY_PARAMETERS = [
     OpenApiParameter(

@@ -1,9 +1,9 @@
 """The Usage page's chart: credits per day against the monthly limit, as inline SVG.
 
-Built on the Overview's chart frame (apps.activity.charts: axes, grid, day labels, escaping),
-so both pages look alike. Bars are each day's credits; the line is the running total of the
-day's month (it restarts on the 1st), which is what the limit applies to; a solid line marks
-the limit and a dashed one its 80 %.
+Built on the chart frame the Overview draws in too (apps.common.charts: axes, grid, day
+labels, escaping), so both pages look alike. Bars are each day's credits; the line is the
+running total of the day's month (it restarts on the 1st), which is what the limit applies to;
+a solid line marks the limit and a dashed one its 80 %.
 """
 
 from collections.abc import Sequence
@@ -13,10 +13,17 @@ from decimal import Decimal
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from apps.activity.charts import HEIGHT, PAD_BOTTOM, PAD_LEFT, PAD_RIGHT, PAD_TOP, WIDTH
-from apps.activity.charts import _frame as chart_frame
-from apps.activity.charts import _nice_max as nice_max
-from apps.activity.charts import _number as short_number
+from apps.common.charts import (
+    HEIGHT,
+    PAD_BOTTOM,
+    PAD_LEFT,
+    PAD_RIGHT,
+    PAD_TOP,
+    WIDTH,
+    chart_frame,
+    nice_max,
+    short_number,
+)
 
 
 def credits_against_limit(

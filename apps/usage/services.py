@@ -25,6 +25,7 @@ from django.utils import timezone
 from apps.activity.events import RunRecorded
 from apps.activity.models import Run, RunStatus
 from apps.common.errors import BadRequest
+from apps.usage.events import ThresholdAnnounced, announce_threshold_reached
 from apps.usage.latency import BOUNDARIES, bucket_of
 from apps.usage.models import DailyLatency, DailyUsage, ThresholdReached
 from apps.workspaces.models import Agent, Workspace
@@ -289,7 +290,6 @@ def thresholds_check(*, workspace_id: str) -> list[ThresholdReached]:
     latest. Each is announced once: the unique row decides who does it.
     """
     from apps.usage.rendering import threshold_to_dict
-    from apps.webhooks.services import delivery_record_for_usage_threshold
 
     limit = (
         Workspace.objects.filter(pk=workspace_id)
@@ -325,8 +325,8 @@ def thresholds_check(*, workspace_id: str) -> list[ThresholdReached]:
                 )
         except IntegrityError:  # announced concurrently: the first one stands
             continue
-        delivery_record_for_usage_threshold(
-            workspace_id=workspace_id, data=threshold_to_dict(reached), at=now
+        announce_threshold_reached(
+            ThresholdAnnounced(workspace_id=workspace_id, data=threshold_to_dict(reached), at=now)
         )
         announced.append(reached)
     return announced

@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.serializers import list_envelope
-from apps.api.views import AgentViewSet, json_response
+from apps.api.views import json_response
 from apps.webhooks import selectors, services
 from apps.webhooks.models import EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import delivery_to_dict, secret_to_dict, webhook_to_dict
@@ -17,6 +17,7 @@ from apps.webhooks.serializers import (
     WebhookTestIn,
     WebhookUpdateIn,
 )
+from apps.workspaces.viewsets import AgentViewSet
 
 WebhookDeliveryList = list_envelope(WebhookDeliveryOut, "WebhookDeliveryList")
 

@@ -9,8 +9,14 @@ from apps.workspaces.api import (
     AgentManagementViewSet,
     AgentRevisionViewSet,
     ApiKeyViewSet,
+    ConnectionViewSet,
     WorkspaceViewSet,
 )
+
+# What authenticated the request: both path forms, composed first in /v1 (config.api_urls).
+connection_routes: list[Route] = [
+    Route("connection", ConnectionViewSet.as_view({"get": "retrieve"}), "connection"),
+]
 
 plain_routes: list[Route] = [
     Route("workspaces", WorkspaceViewSet.as_view({"get": "list"}), "workspace-list"),

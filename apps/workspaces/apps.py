@@ -8,6 +8,9 @@ class WorkspacesConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
+        from apps.api.credentials import credential_kind_register
+        from apps.workspaces.browser_tokens import is_browser_token
+        from apps.workspaces.credentials import api_key_credential, browser_token_credential
         from apps.workspaces.models import Agent, ApiKey
         from apps.workspaces.services import api_key_cache_forget, api_key_cache_forget_for_agent
 
@@ -20,4 +23,11 @@ class WorkspacesConfig(AppConfig):
         )
         post_delete.connect(
             api_key_cache_forget_for_agent, sender=Agent, dispatch_uid="agent-cache-del"
+        )
+
+        # The platform (apps.api) knows no credential kind: keys and browser tokens register
+        # here. A value no kind recognises is tried as an API key, whose parser names the fault.
+        credential_kind_register("api_key", recognizes=None, verify=api_key_credential)
+        credential_kind_register(
+            "browser_token", recognizes=is_browser_token, verify=browser_token_credential
         )

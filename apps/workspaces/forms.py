@@ -3,8 +3,8 @@ from datetime import UTC, datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
+from apps.api.scopes import ALL_SCOPES, CONTRACT_SCOPES
 from apps.workspaces.models import Agent, Effort
-from apps.workspaces.scopes import ALL_SCOPES, CONTRACT_SCOPES
 
 # The console's expiry choices: a lifetime in days, or a date chosen by the person.
 EXPIRY_CHOICES = [

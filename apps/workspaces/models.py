@@ -187,7 +187,7 @@ class ApiKey(models.Model):
 
     @property
     def has_every_scope(self) -> bool:
-        from apps.workspaces.scopes import ALL_SCOPES
+        from apps.api.scopes import ALL_SCOPES
 
         return set(self.scopes) >= set(ALL_SCOPES)
 

@@ -7,10 +7,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from apps.api.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.common.errors import InsufficientScope, ServiceError
 from apps.workspaces.console import SESSION_AGENT_KEY, ConsoleRequest, console_view
 from apps.workspaces.forms import ApiKeyCreateForm
-from apps.workspaces.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.workspaces.selectors import agent_list_for_user, api_key_list
 from apps.workspaces.services import api_key_create_by_member, api_key_revoke
 

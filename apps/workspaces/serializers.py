@@ -5,6 +5,7 @@ apps.workspaces.rendering), `...In` check request bodies strictly. The rules bey
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
+from apps.api.scopes import ALL_SCOPES
 from apps.api.serializers import (
     StrictBooleanField,
     StrictCharField,
@@ -14,7 +15,6 @@ from apps.api.serializers import (
 )
 from apps.workspaces import configuration as config
 from apps.workspaces.models import Agent, AgentRevision, Membership
-from apps.workspaces.scopes import ALL_SCOPES
 
 EFFORT_HELP = (
     "How much reasoning the model spends: `low`, `medium` or `high`; null uses the model's "

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from apps.activity import charts
 from apps.activity.overview import OverviewScope, overview_get, overview_scope_parse
+from apps.common.charts import X_LABELS
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
 
 pytestmark = pytest.mark.django_db
@@ -130,7 +131,7 @@ def test_axis_labels_are_text_beside_the_plot_not_in_it():
     assert "<text" not in svg  # nothing in the stretched plot is text
     labels = re.findall(r"<span>([^<]+)</span>", html.split('class="chart-x"', 1)[1])
     assert labels[0] == "Jan 01, 2026" and labels[-1] == "Jan 01, 2027"
-    assert len(labels) == charts.X_LABELS
+    assert len(labels) == X_LABELS
     week = [date(2026, 3, 10) + timedelta(days=i) for i in range(7)]
     short = str(charts.bars(week, [1] * 7, "Tokens per day", "tokens"))
     assert "Mar 10<" in short and ", 2026" not in short

@@ -9,7 +9,7 @@ import schemathesis
 from django.test import Client
 from openapi_spec_validator import validate
 
-from apps.workspaces.scopes import ALL_SCOPES
+from apps.api.scopes import ALL_SCOPES
 from tests.api.fuzzing import FUZZ_SETTINGS, call_and_validate
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ import re
 import pytest
 from django.test import Client
 
-from apps.workspaces.scopes import ALL_SCOPES
+from apps.api.scopes import ALL_SCOPES
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +38,7 @@ AGENT_FORM = [
 
 
 def _owner_only(param) -> bool:
-    from apps.workspaces.scopes import OWNER_SCOPES
+    from apps.api.scopes import OWNER_SCOPES
 
     return param.values[2] in OWNER_SCOPES
 

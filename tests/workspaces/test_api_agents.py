@@ -515,7 +515,7 @@ def test_member_keys_may_create_and_edit(make_api, member, agent):
     ],
 )
 def test_each_operation_names_its_scope(make_api, agent, method, path, scope):
-    from apps.workspaces.scopes import ALL_SCOPES
+    from apps.api.scopes import ALL_SCOPES
 
     client = make_api([s for s in ALL_SCOPES if s != scope])
     revision = AgentRevision.objects.get(agent=agent, number=1)

@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.api.scopes import ALL_SCOPES
 from apps.workspaces.models import Agent, ApiKey
-from apps.workspaces.scopes import ALL_SCOPES
 from tests.conftest import ApiClient
 from tests.factories import agent_factory
 

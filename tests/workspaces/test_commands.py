@@ -6,8 +6,8 @@ import orjson
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.api.scopes import ALL_SCOPES
 from apps.workspaces.models import Agent, ApiKey, Membership, Workspace
-from apps.workspaces.scopes import ALL_SCOPES
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db

@@ -44,7 +44,7 @@ def test_create_refuses_missing_name_or_scopes(owner_client):
 
 
 def test_page_offers_every_permission(owner_client):
-    from apps.workspaces.scopes import CONTRACT_SCOPES
+    from apps.api.scopes import CONTRACT_SCOPES
 
     html = owner_client.get("/api-keys/").content.decode()
     for scope in CONTRACT_SCOPES:

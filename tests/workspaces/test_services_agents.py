@@ -293,7 +293,7 @@ def test_archiving_deletes_nothing(agent, sibling_agent, make_api):
 
 
 def test_demo_agent_has_a_configuration_and_a_short_history():
-    from apps.workspaces.services import demo_seed
+    from apps.workspaces.demo import demo_seed
 
     first = demo_seed(email="demo@example.com", password="pw-demo-12345")
     agent = first["agent"]

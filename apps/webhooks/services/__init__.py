@@ -26,6 +26,7 @@ from apps.webhooks.services.outbox import (
     delivery_record_for_run,
     delivery_record_for_usage_threshold,
     delivery_record_on_run_recorded,
+    delivery_record_on_threshold_reached,
     event_body,
 )
 
@@ -36,6 +37,7 @@ __all__ = [
     "delivery_record_for_run",
     "delivery_record_for_usage_threshold",
     "delivery_record_on_run_recorded",
+    "delivery_record_on_threshold_reached",
     "delivery_retry",
     "delivery_send_due",
     "delivery_send_test",

@@ -4,7 +4,6 @@ real run of the Agent (or an example with the same shape)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
@@ -13,6 +12,7 @@ from apps.activity.models import Run
 from apps.activity.rendering import run_to_dict
 from apps.common.errors import BadRequest, Conflict, NotFound
 from apps.common.ids import new_id
+from apps.usage.events import threshold_example
 from apps.webhooks.models import (
     EVENT_TYPES,
     USAGE_THRESHOLD_EVENT,
@@ -45,23 +45,6 @@ def delivery_retry(*, agent, delivery_id: str) -> WebhookDelivery:
     from apps.webhooks.selectors import delivery_get
 
     return delivery_get(agent=agent, delivery_id=delivery_id)
-
-
-def _sample_usage_threshold(*, agent, now: datetime) -> dict:
-    """A test send's `usage.threshold_reached` data: an example threshold rendered by
-    apps.usage's own `threshold_to_dict`, so it has exactly the shape of a real event.
-    Imported here: apps.usage announces thresholds through this app."""
-    from apps.usage.models import ThresholdReached
-    from apps.usage.rendering import threshold_to_dict
-
-    example = ThresholdReached(
-        workspace_id=agent.workspace_id,
-        month=now.date().replace(day=1),
-        percent=80,
-        credit_limit=Decimal("1000"),
-        credits_used=Decimal("812.5"),
-    )
-    return threshold_to_dict(example)
 
 
 def _sample_run(*, agent, status: str, now: datetime) -> dict:
@@ -109,7 +92,7 @@ def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelive
         event_type = webhook.events[0] if webhook.events else EVENT_TYPES[0]
     now = timezone.now()
     if event_type == USAGE_THRESHOLD_EVENT:
-        data, run_id = _sample_usage_threshold(agent=agent, now=now), None
+        data, run_id = threshold_example(workspace_id=agent.workspace_id, now=now), None
     else:
         data = _sample_run(agent=agent, status=event_type.removeprefix("run."), now=now)
         run_id = data["id"]

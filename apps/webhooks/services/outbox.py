@@ -14,6 +14,7 @@ from apps.activity.events import RunRecorded
 from apps.activity.models import Run
 from apps.activity.rendering import run_to_dict
 from apps.common.time import iso
+from apps.usage.events import ThresholdAnnounced
 from apps.webhooks.models import USAGE_THRESHOLD_EVENT, DeliveryStatus, Webhook, WebhookDelivery
 from apps.webhooks.services.dispatch import _enqueue_deliver
 
@@ -76,10 +77,17 @@ def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
     return delivery
 
 
+def delivery_record_on_threshold_reached(event: ThresholdAnnounced) -> None:
+    """The listener usage announces reached thresholds to (registered in WebhooksConfig)."""
+    delivery_record_for_usage_threshold(
+        workspace_id=event.workspace_id, data=event.data, at=event.at
+    )
+
+
 def delivery_record_for_usage_threshold(
     *, workspace_id: str, data: dict, at: datetime
 ) -> list[WebhookDelivery]:
-    """Called (by apps.usage) inside the transaction that recorded a workspace's credits
+    """Called inside the transaction that recorded a workspace's credits
     reaching a threshold: one `usage.threshold_reached` delivery, with `run_id` null, for each
     active Agent of the workspace whose webhook is enabled and subscribed. Usage records each
     threshold once per month, so no unique key is needed here."""

@@ -1,4 +1,5 @@
-"""CORS for the browser-token operations (/v1/me/...), and only for them.
+"""CORS for the browser-token operations (/v1/me/...), and only for them. It lives beside the
+browser tokens: whether an answer may be read from an origin is the token's Agent's setting.
 
 - A preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) carries no
   credential, so it cannot know the token's Agent: it is answered 204 for GET with the

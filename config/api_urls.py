@@ -1,4 +1,5 @@
-"""All of /v1: each app's routes in both path forms, the platform's own, then a JSON 404."""
+"""All of /v1: each app's routes in both path forms, the platform's own, then a JSON 404. It
+sits in config/, where every app may be known: the platform (apps.api) knows none of them."""
 
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
@@ -6,7 +7,7 @@ from rest_framework.permissions import AllowAny
 
 from apps.activity import api_urls as activity
 from apps.api import views
-from apps.api.routing import Route, agent_form_only, both_forms, plain_form_only
+from apps.api.routing import agent_form_only, both_forms, plain_form_only
 from apps.knowledge import api_urls as knowledge
 from apps.tools import api_urls as tools
 from apps.usage import api_urls as usage
@@ -16,15 +17,11 @@ from apps.workspaces import api_urls as workspaces
 # The document and its viewer are public: they describe the API, they expose no data.
 PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny], "throttle_classes": []}
 
-platform_routes = [
-    Route("connection", views.ConnectionViewSet.as_view({"get": "retrieve"}), "connection"),
-]
-
 urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(**PUBLIC), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi", **PUBLIC), name="api-docs"),
     *both_forms(
-        platform_routes
+        workspaces.connection_routes
         + activity.routes
         + knowledge.routes
         + webhooks.routes

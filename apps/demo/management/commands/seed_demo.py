@@ -1,3 +1,6 @@
+"""`manage.py seed_demo`: the demo workspace with every app's demo data, composed here where
+every app may be known (each app keeps its own `demo.py`)."""
+
 import orjson
 from django.core.management.base import BaseCommand
 
@@ -5,7 +8,7 @@ from apps.activity.demo import activity_seed_demo
 from apps.knowledge.demo import knowledge_seed_demo
 from apps.usage.services import rollup_rebuild
 from apps.webhooks.demo import webhook_seed_demo
-from apps.workspaces.services import demo_seed
+from apps.workspaces.demo import demo_seed
 
 DEMO_EMAIL = "owner@demo.example"
 DEMO_PASSWORD = "demo-owner-password"

@@ -1,4 +1,5 @@
-"""Permissions an API key can hold: contract section 5.3, plus our extensions."""
+"""Permissions an API key can hold: contract section 5.3, plus our extensions. The /v1 platform
+owns this vocabulary (the scope check and the document read it); keys store these names."""
 
 CONTRACT_SCOPES: dict[str, str] = {
     "auth_tokens:create": "Connect the Agent to an application (browser tokens)",
