@@ -47,6 +47,8 @@ VECTOR_PREFILTER = 400
 # Chunks the HNSW index proposes (by their summary vector) to be scored by their best window.
 HNSW_SHORTLIST = 100
 RRF_K = 60
+# Hybrid: how many of the fused list's first passages are ordered again by calibrated score.
+RERANK_POOL = 30
 
 # Markers around highlighted words inside the database's snippet; control characters, so they
 # cannot be confused with the text, which is HTML-escaped before they become <mark> tags.
@@ -172,7 +174,12 @@ def search_chunks(
     fused: dict[int, float] = {}
     if mode == "hybrid":
         order = fused = reciprocal_rank_fusion([keyword, semantic])
-    chosen = sorted(order, key=lambda chunk_id: (-order[chunk_id], chunk_id))[:limit]
+    ranked_ids = sorted(order, key=lambda chunk_id: (-order[chunk_id], chunk_id))
+    # Hybrid: the fused list's first RERANK_POOL are ordered again by their calibrated score,
+    # which weighs how much of the query a passage holds against its best window's meaning
+    # (measured on the calibration queries: paraphrases R@5 0.67 -> 1.00, half sentences 0.94 ->
+    # 0.96, docs/knowledge.md); the other modes keep their own order.
+    chosen = ranked_ids[: max(limit, RERANK_POOL) if mode == "hybrid" else limit]
     if not chosen:
         return []
     readings = sorted(
@@ -181,25 +188,30 @@ def search_chunks(
     rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, terms=readings, ids=chosen)}
     weights = terms.word_weights() if terms is not None else _uniform_weights(parsed)
     script = relevance.script_of(query)
-    keyword_ranks = {chunk_id: rank for rank, chunk_id in enumerate(keyword, start=1)}
-    semantic_ranks = {chunk_id: rank for rank, chunk_id in enumerate(semantic, start=1)}
-    hits = []
-    for chunk_id in chosen:
+    scored = []
+    for place, chunk_id in enumerate(chosen):
         row = rows.get(chunk_id)
         if row is None:  # deleted or disabled between the two queries
             continue
-        text, bigrammed = row[6], row[7]
-        held = set(row[8]) if terms is not None else _words_of(row[9] or text)
+        held = set(row[8]) if terms is not None else _words_of(row[9] or row[6])
         covered = relevance.coverage(weights=weights, held=held)
         similarity = similarities.get(chunk_id)
         stored, made_by = row[10], row[11]
         if similarity is None and vector is not None and stored and embeddings.comparable(made_by):
-            similarity = float(embeddings.best_window_scores(vector, [bytes(row[10])])[0])
+            similarity = float(embeddings.best_window_scores(vector, [bytes(stored)])[0])
         score = relevance.score(
             coverage=covered, similarity=similarity if vector is not None else None, script=script
         )
+        scored.append((place, chunk_id, row, covered, similarity, score))
+    if mode == "hybrid":
+        scored.sort(key=lambda item: (-item[5], item[0]))
+    keyword_ranks = {chunk_id: rank for rank, chunk_id in enumerate(keyword, start=1)}
+    semantic_ranks = {chunk_id: rank for rank, chunk_id in enumerate(semantic, start=1)}
+    hits = []
+    for _, chunk_id, row, covered, similarity, score in scored[:limit]:
         if score < min_score:
             continue
+        text, bigrammed = row[6], row[7]
         if is_postgres() or bigrammed:
             # Marked here rather than by ts_headline, which parses every returned passage again
             # (1 ms each): the query's words and index terms, stems as prefixes.
