@@ -25,9 +25,11 @@ test: install os-packages services lint
 	@$(MAKE) --no-print-directory test-postgres
 	@$(MAKE) --no-print-directory test-sqlite-smoke
 
-# Chromium, pgvector and the other OS packages the suite needs, installed only when missing.
+# Chromium, pgvector and the other OS packages the suite needs, installed only when missing;
+# then the npm packages of the Node tests (tests/**/node), when missing or older than the lockfile.
 os-packages:
 	@bash scripts/install_os_packages.sh
+	@bash scripts/install_node_packages.sh
 
 services:
 	@bash scripts/ensure_services.sh

@@ -139,6 +139,9 @@ def main() -> None:
         cursor, depth = deepest_cursor(client, headers, path)
         joiner = "&" if "?" in path else "?"
         first = timed(client, headers, path, requests=args.requests, repeats=args.repeats)
+        if not cursor:  # one page holds the whole list (a small --agents or --revisions)
+            print(f"  {label:34} first page {first:6.2f}   (no second page)")
+            continue
         deep = timed(
             client,
             headers,

@@ -48,7 +48,7 @@ def prepare(runs: int) -> tuple[str, str]:
 
     from apps.activity.models import Run
     from apps.activity.selectors import RUN_KEYSET
-    from apps.common.keyset import _encode
+    from apps.common.keyset import cursor_encode
     from apps.workspaces.models import Agent, Workspace
     from apps.workspaces.services import api_key_create
 
@@ -92,20 +92,23 @@ def prepare(runs: int) -> tuple[str, str]:
     middle = (
         Run.objects.filter(agent=agent).order_by(*RUN_KEYSET.order_by)[runs // 2 : runs // 2 + 1]
     ).get()
-    return raw, _encode(RUN_KEYSET, middle.created_at, middle.id)
+    return raw, cursor_encode(RUN_KEYSET, middle.created_at, middle.id)
 
 
-def wait_until_up(url: str, headers: dict, timeout: float = 30) -> None:
+def wait_until_up(url: str, headers: dict, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
+    last: object = None
     while time.monotonic() < deadline:
         try:
             request = urllib.request.Request(url, headers=headers)
             with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
                     return
-        except OSError:
+                last = response.status
+        except OSError as error:
+            last = error
             time.sleep(0.3)
-    raise SystemExit("gunicorn did not come up")
+    raise SystemExit(f"gunicorn did not answer 200 at {url}: {last}")
 
 
 def _milliseconds(text: str) -> float:
@@ -237,7 +240,8 @@ def main() -> None:
             for case in CASES:
                 for build in builds:
                     url = f"http://127.0.0.1:{ports[build]}/v1/runs{targets[build][case]}"
-                    load(url, key, args.warmup, args.connections)  # warm up every thread
+                    if args.warmup:
+                        load(url, key, args.warmup, args.connections)  # warm up every thread
                     rate, p99 = load(url, key, args.seconds, args.connections)
                     loads.append(os.getloadavg()[0])
                     results.setdefault((case, build), []).append((rate, p99))

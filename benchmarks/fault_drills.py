@@ -2,6 +2,7 @@
 `celery worker` and `celery beat`, on PostgreSQL and Redis, with the production intervals.
 
     uv run python benchmarks/fault_drills.py [--outage 30] [--database-outage 10]
+        [--settle-seconds 5] [--drill worker|redis|database ...]
 
 1. Worker SIGKILL: a URL document whose fetch is in flight; the worker's process group is
    SIGKILLed and a replacement started at once (as a supervisor would). Measured: seconds from
@@ -26,7 +27,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -48,56 +48,7 @@ from benchmarks.databases import ensure_database  # noqa: E402 - after the path 
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/agent_console_drill"
 
 from tests.redis_server import RedisServer, free_port  # noqa: E402
-
-
-class CuttableProxy:
-    """A TCP proxy; `cut()` closes every connection and refuses new ones until `restore()`."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.port = free_port()
-        self.open = threading.Event()
-        self.open.set()
-        self.sockets: list[socket.socket] = []
-        self.listener = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            client, _ = self.listener.accept()
-            if not self.open.is_set():
-                client.close()
-                continue
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            except OSError:
-                client.close()
-                continue
-            self.sockets += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                with contextlib.suppress(OSError):
-                    end.close()
-
-    def cut(self) -> None:
-        self.open.clear()
-        for sock in self.sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        self.sockets.clear()
-
-    def restore(self) -> None:
-        self.open.set()
+from tests.tcp_proxy import CuttableProxy  # noqa: E402
 
 
 class HeldPage:
@@ -295,11 +246,24 @@ def drill_database_outage(proxy: CuttableProxy, client: Client, outage: float) -
     }
 
 
+DRILLS = ["worker", "redis", "database"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outage", type=float, default=30.0, help="Redis outage, seconds")
     parser.add_argument("--database-outage", type=float, default=10.0)
+    parser.add_argument(
+        "--settle-seconds", type=float, default=5.0, help="for worker and beat to start"
+    )
+    parser.add_argument(
+        "--drill",
+        action="append",
+        choices=DRILLS,
+        help="run only this drill (repeatable; default: all three, in this order)",
+    )
     args = parser.parse_args()
+    drills = args.drill or DRILLS
 
     database = os.environ.get("DRILL_DATABASE_URL", DEFAULT_DATABASE)
     ensure_database(database)
@@ -332,18 +296,18 @@ def main() -> None:
             wait(lambda: client.api("GET", "/v1/connection")[0] == 200, timeout=120)
             client.login(demo["owner_email"], demo["owner_password"])
             assert client.page("/api-keys/")[0] == 200, "could not sign in to the console"
-            time.sleep(5)  # worker and beat up
-            results = {
-                "worker_sigkill_settled_after_s": round(
-                    drill_worker_kill(service, client, page), 1
-                ),
-                "redis_outage_s": args.outage,
-                "redis_outage_settled_after_s": round(
-                    drill_redis_outage(redis, client, args.outage), 1
-                ),
-                "database_outage_s": args.database_outage,
-                **drill_database_outage(proxy, client, args.database_outage),
-            }
+            time.sleep(args.settle_seconds)  # worker and beat up
+            results: dict = {}
+            if "worker" in drills:
+                settled = drill_worker_kill(service, client, page)
+                results["worker_sigkill_settled_after_s"] = round(settled, 1)
+            if "redis" in drills:
+                settled = drill_redis_outage(redis, client, args.outage)
+                results["redis_outage_s"] = args.outage
+                results["redis_outage_settled_after_s"] = round(settled, 1)
+            if "database" in drills:
+                results["database_outage_s"] = args.database_outage
+                results.update(drill_database_outage(proxy, client, args.database_outage))
         finally:
             service.stop_all()
             redis.stop()

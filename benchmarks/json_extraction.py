@@ -1,6 +1,7 @@
 """JSON extraction against a pass-through, on generated files of about 10 MB.
 
     uv run python benchmarks/json_extraction.py [--megabytes 10] [--repeat 3] [--ascii]
+        [--write DIR]
 
 The pass-through is what the text kind does with the same bytes (``extract(data, kind="text")``:
 decode, normalise newlines, keep the text as it is). Each shape is a kind of JSON people
@@ -17,7 +18,10 @@ machine's load touches both; the load average is printed before and after.
 * ``matrix``: an array of arrays of numbers.
 
 ``--ascii`` writes the files as Python's ``json.dumps`` does by default (``ensure_ascii=True``):
-every non-ASCII character a ``\\uXXXX`` escape, which the outline decodes.
+every non-ASCII character a ``\\uXXXX`` escape, which the outline decodes. ``--write DIR``
+keeps each file (``DIR/records.json``, ``DIR/records-ascii.json``, ...), so that the whole
+ingestion of the same bytes can be timed: ``benchmarks/worker_memory.py --file`` (uploads take
+up to 10 MiB: ``--megabytes 5`` keeps every shape under it).
 """
 
 from __future__ import annotations
@@ -169,6 +173,7 @@ def main() -> None:
     parser.add_argument(
         "--ascii", action="store_true", help="escape non-ASCII characters, as json.dumps does"
     )
+    parser.add_argument("--write", type=Path, help="keep the generated files in this folder")
     args = parser.parse_args()
 
     print("load average", " ".join(f"{load:.2f}" for load in os.getloadavg()))
@@ -180,6 +185,9 @@ def main() -> None:
     print("-" * len(header))
     for shape in args.shape or ["records", "geojson", "tree", "matrix"]:
         data = generate(shape, args.megabytes, ascii=args.ascii)
+        if args.write:
+            args.write.mkdir(parents=True, exist_ok=True)
+            (args.write / f"{shape}{'-ascii' if args.ascii else ''}.json").write_bytes(data)
         markdown = extract(data, kind="json").markdown
         json_s, text_s, bounded_json_s, bounded_text_s = _best_of_each(
             # Each pass reads the markdown as text: an outline given as UTF-8 is decoded then.

@@ -1,10 +1,12 @@
 """Resident memory of a Celery worker child while it ingests and embeds a large document.
 
     uv run python benchmarks/worker_memory.py [--megabytes 10] [--embed-seconds 240]
+        [--file PATH] [--settle-seconds 8]
 
 A real `celery worker --concurrency 1` (the settings and environment `make run` and production
 use, `CELERY_WORKER_MAX_MEMORY_PER_CHILD` and glibc's huge pages tunable included) gets one markdown file of `--megabytes`,
-generated (headings and paragraphs, the same bytes every run). The resident set (VmRSS) of
+generated (headings and paragraphs, the same bytes every run), or the file `--file` names (its
+kind found by the pipeline as for any upload: the whole ingestion of a JSON file, for one). The resident set (VmRSS) of
 every pool child is read from /proc four times a second through three phases: the fresh child
 before the upload, the ingestion (until the document is `ready`), and the embedding (until
 every chunk has its vector, or `--embed-seconds`). Printed per phase: p50, p95 and the highest
@@ -132,6 +134,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--megabytes", type=float, default=10)
     parser.add_argument("--embed-seconds", type=float, default=240)
+    parser.add_argument("--file", type=Path, help="upload this file instead of the markdown")
+    parser.add_argument(
+        "--settle-seconds", type=float, default=8, help="the idle child's phase, before the upload"
+    )
     args = parser.parse_args()
 
     database = os.environ.get("MEMORY_DATABASE_URL", DEFAULT_DATABASE)
@@ -152,7 +158,7 @@ def main() -> None:
 
         from apps.knowledge import services
         from apps.knowledge.models import KnowledgeDocument
-        from apps.workspaces.services import demo_seed
+        from apps.workspaces.demo import demo_seed
 
         call_command("migrate", verbosity=0)
         agent = demo_seed(email="memory@bench.example", password="memory-bench-password")["agent"]
@@ -167,15 +173,17 @@ def main() -> None:
         sampler = Sampler(service.processes["worker"].pid)
         sampler.start()
         try:
-            time.sleep(8)  # the worker up and its child idle: the fresh child's size
-            data = markdown_of(args.megabytes)
+            # The worker up and its child idle: the fresh child's size.
+            time.sleep(args.settle_seconds)
+            if args.file:
+                name, data = args.file.name, args.file.read_bytes()
+            else:
+                name, data = "handbook.md", markdown_of(args.megabytes)
             sampler.phase = "ingestion"
             started = time.monotonic()
             document = services.document_create_from_upload(
                 agent=agent,
-                upload=SimpleUploadedFile(
-                    "handbook.md", data, content_type="application/octet-stream"
-                ),
+                upload=SimpleUploadedFile(name, data, content_type="application/octet-stream"),
             )
             while True:
                 document.refresh_from_db()

@@ -5,10 +5,12 @@ REDIS_URL set, the service runs on the embedded default: SQLite, an in-process c
 Celery broker on the filesystem, so `make run` works on a bare laptop.
 """
 
+import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 from config.env import env_bool, env_float_list, env_int, env_list, env_str
 
@@ -38,6 +40,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "apps.common",
+    "apps.operations",
     "apps.api",
     "apps.workspaces",
     "apps.activity",
@@ -47,12 +50,17 @@ INSTALLED_APPS = [
     "apps.tools",
     "oauth2_provider",
     "apps.mcp_server",
+    "apps.retention",
     # Composes every app above (the demo seed); no app imports it.
     "apps.demo",
 ]
 
 MIDDLEWARE = [
+    # /healthz, /readyz and /metrics answer here, before host checks, sessions, request logs
+    # and rate limits; every other request is counted and timed.
+    "apps.operations.middleware.OperationsMiddleware",
     "apps.api.middleware.RequestIdMiddleware",
+    "apps.api.middleware.HttpEdgesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.api.middleware.ApiErrorMiddleware",
@@ -104,6 +112,9 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
         "DATABASE_CONNECT_TIMEOUT", 3, minimum=1
     )
+# A persistent connection is checked before a request reuses it: after a PostgreSQL restart
+# each web thread would otherwise answer one 503 from its dead connection.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -149,8 +160,21 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180, minimum=1)
-# The queue tasks are sent to, including those a task sends (knowledge.embed queues itself).
+# Two queues, each with worker processes of its own (README, "Running in production"): the
+# interactive queue holds what someone is waiting for or what keeps work moving (extraction,
+# refreshes, webhook deliveries, the sweepers; config.celery.INTERACTIVE_TASKS), the default
+# queue the bulk work (embedding). So a small upload never waits behind a large one's embedding.
+# Tasks a task sends (knowledge.embed queues itself) follow the same routes.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+CELERY_INTERACTIVE_QUEUE = env_str("CELERY_INTERACTIVE_QUEUE", "interactive")
+CELERY_TASK_ROUTES = ["config.celery.route_task"]
+# A worker started without -Q serves both queues (one process for everything still works).
+# Each queue has its own exchange and routing key: sharing Celery's default ones would bind both
+# queues to one key, and every task would land on both.
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name)
+    for name in (CELERY_TASK_DEFAULT_QUEUE, CELERY_INTERACTIVE_QUEUE)
+]
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 # A worker child whose peak resident memory passed this (KB) when a task ends is replaced by a
 # fresh one (130 MB), so the embedding model (up to about 245 MB while it loads) never lands on
@@ -225,6 +249,12 @@ NETGUARD_ALLOW_LOOPBACK = env_bool("NETGUARD_ALLOW_LOOPBACK_FOR_TESTS", False)
 MCP_ACCESS_TOKEN_SECONDS = env_int("MCP_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
 # The resource-bound API token the MCP server mints from an access token for its /v1 calls.
 MCP_RESOURCE_TOKEN_SECONDS = env_int("MCP_RESOURCE_TOKEN_SECONDS", 300, minimum=30)
+# Browser-based MCP clients send an Origin: /mcp serves its own origin and these (exact
+# "scheme://host[:port]" values); any other Origin is 403 (DNS rebinding, MCP transport spec).
+MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", [])
+# Per client address: dynamic registrations, and requests to the token endpoint.
+OAUTH_REGISTRATION_RATE_LIMIT = env_str("OAUTH_REGISTRATION_RATE_LIMIT", "20/hour")
+OAUTH_TOKEN_RATE_LIMIT = env_str("OAUTH_TOKEN_RATE_LIMIT", "60/minute")
 # Named here because our models point at the toolkit's (migrations resolve the names).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
@@ -246,6 +276,12 @@ OAUTH2_PROVIDER = {
     # authorization specification ask; tokens are stored hashed (RFC 9700).
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    # Public clients (PKCE, no secret) register with "none", as MCP clients do.
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_basic",
+        "client_secret_post",
+    ],
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
@@ -373,6 +409,28 @@ LOGGING = {
     },
 }
 
+# --- Operations: health, readiness, metrics (apps.operations, docs/operations.md) ----------
+# Every process writes its metric samples here and /metrics adds up those of the machine; it
+# must be emptied when the machine's processes start (scripts/run_all.py does, the README says
+# how in production). prometheus-client reads the variable itself, at import.
+PROMETHEUS_MULTIPROC_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "prometheus")))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
+# /metrics answers requests from these networks, or carrying `Authorization: Bearer <token>`.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+# A worker on a machine without a web process serves the same /metrics on this port (0: off).
+WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
+# Beat touches this file on every tick; `manage.py beat_check` says whether it is recent.
+BEAT_HEARTBEAT_FILE = Path(env_str("BEAT_HEARTBEAT_FILE", str(VAR_DIR / "beat-heartbeat")))
+CELERY_BEAT_SCHEDULER = "apps.operations.beat:HeartbeatScheduler"
+# Beat wakes at least this often, so its heartbeat is never older than this while it lives.
+CELERY_BEAT_MAX_LOOP_INTERVAL = 30
+
+# --- Retention (apps.retention, docs/operations.md) -----------------------------------------
+# Days of activity a workspace without a policy of its own keeps (0: forever). A workspace's
+# owner chooses 30, 90 or 365 days or forever (`manage.py retention_set`).
+RETENTION_DEFAULT_ACTIVITY_DAYS = env_int("RETENTION_DEFAULT_ACTIVITY_DAYS", 0)
+
 # Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).
 CELERY_BEAT_SCHEDULE = {
     "knowledge-refresh-due": {"task": "knowledge.refresh_due", "schedule": 60.0},
@@ -387,6 +445,8 @@ CELERY_BEAT_SCHEDULE = {
     "knowledge-embed-stalled": {"task": "knowledge.embed_stalled", "schedule": 300.0},
     # Daily rediscovery of tool servers is a due time per server (next_discovery_at).
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
+    # Expired activity and superseded knowledge versions, in bounded batches (bulk queue).
+    "retention-apply": {"task": "retention.apply", "schedule": 3600.0},
     "mcp-server-clear-expired-tokens": {
         "task": "mcp_server.clear_expired_tokens",
         "schedule": 3600.0,

@@ -31,6 +31,7 @@ urlpatterns = [
     path("", include("apps.usage.urls")),
     path("tools/", include("apps.tools.urls")),
     path("", include("apps.mcp_server.urls")),
+    path("", include("apps.retention.urls")),
     path("", include((oauth_urlpatterns, "oauth2_provider"))),
 ]
 

@@ -17,6 +17,7 @@ pg_major() {
 PACKAGES=(
   catdoc                   # knowledge extraction of legacy Word .doc (catdoc) and PowerPoint .ppt (catppt)
   chromium                 # browser tests (Playwright drives Debian's Chromium, no download)
+  nodejs                   # tests that drive Node clients (tests/**/node: the Vercel AI SDK)
   fonts-noto-cjk           # browser screenshots of CJK text; CJK OCR test images
   tesseract-ocr            # OCR of scanned PDF pages (brings English and script detection, osd)
   tesseract-ocr-ara        # OCR languages: the scripts of the knowledge corpus beyond Latin --
@@ -30,6 +31,8 @@ PACKAGES=(
   postgresql-client        # pg_isready in scripts/ensure_services.sh
   redis-tools              # redis-cli in scripts/ensure_services.sh
   redis-server             # outage tests start their own redis-server to pause or stop
+  nodejs                   # the MCP TypeScript SDK's client in tests/mcp_server/node (npm comes with it
+                           #   from NodeSource; Debian's own nodejs needs the npm package too)
 )
 # Installed when the OS offers them; the feature that uses one has a fallback without it.
 OPTIONAL=()

@@ -1,6 +1,9 @@
-"""Start web, Celery worker and Celery beat together; Ctrl-C stops all three.
+"""Start web, the two Celery workers and Celery beat together; Ctrl-C stops them all.
 
-Used by `make run`. Seeds the demo workspace first and prints how to sign in.
+Used by `make run`. Seeds the demo workspace first and prints how to sign in. As in production
+(README), one worker serves the interactive queue (extraction, refreshes, deliveries) and one
+the bulk queue (embedding), at a lower CPU priority, so a small upload never waits behind a
+large one's embedding.
 """
 
 import os
@@ -12,30 +15,42 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from config.settings import VAR_DIR
 from config.worker_environment import worker_environment
 
 PORT = os.environ.get("PORT", "8000")
 PYTHON = sys.executable
+# `nice` value of the bulk worker (the README's production command uses the same).
+BULK_NICENESS = 10
+
+# The queue names config/settings.py reads from the same variables.
+BULK_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+INTERACTIVE_QUEUE = os.environ.get("CELERY_INTERACTIVE_QUEUE", "interactive")
 
 
-def main() -> int:
-    subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
-    print(
-        f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",
-        flush=True,
-    )
-    commands = {
-        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{PORT}", "--noreload"],
-        "worker": [
-            PYTHON,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--loglevel=INFO",
-            "--concurrency=2",
-        ],
+def worker_command(name: str, *, queue: str) -> list[str]:
+    return [
+        PYTHON,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--loglevel=INFO",
+        "--concurrency=2",
+        "-Q",
+        queue,
+        f"--hostname={name}@%h",
+    ]
+
+
+def commands(*, port: str) -> dict[str, list[str]]:
+    """Web, the two workers and beat. Beat keeps its schedule in VAR_DIR, with the SQLite
+    database, the broker and the media of the embedded default."""
+    return {
+        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        "worker-interactive": worker_command("interactive", queue=INTERACTIVE_QUEUE),
+        "worker-bulk": worker_command("bulk", queue=BULK_QUEUE),
         "beat": [
             PYTHON,
             "-m",
@@ -45,14 +60,27 @@ def main() -> int:
             "beat",
             "--loglevel=INFO",
             "--schedule",
-            os.path.join("var", "celerybeat-schedule"),
+            str(VAR_DIR / "celerybeat-schedule"),
         ],
     }
+
+
+def main() -> int:
+    subprocess.run([PYTHON, "manage.py", "metrics_reset", "-v", "0"], check=True)
+    subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
+    print(
+        f"\n  Console:  http://127.0.0.1:{PORT}/   API: http://127.0.0.1:{PORT}/v1/docs\n",
+        flush=True,
+    )
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     processes = {
         name: subprocess.Popen(
-            cmd, env=worker_environment(os.environ) if name == "worker" else None
+            cmd,
+            env=worker_environment(os.environ) if name.startswith("worker") else None,
+            # The bulk worker yields the CPU to the web and the interactive worker.
+            preexec_fn=(lambda: os.nice(BULK_NICENESS)) if name == "worker-bulk" else None,
         )
-        for name, cmd in commands.items()
+        for name, cmd in commands(port=PORT).items()
     }
 
     def stop(*_args) -> None:

@@ -150,12 +150,13 @@ def anonymous_api() -> ApiClient:
 def celery_worker_process(transactional_db, settings):
     """A real `celery worker` process on the Redis broker; purges the queue first."""
     from config.celery import app
-    from tests.workers import WorkerProcess
+    from tests.workers import WorkerProcess, purge_test_queues
 
     if not settings.REDIS_URL:
         pytest.skip("a real worker needs Redis (REDIS_URL)")
     app.control.purge()
-    worker = WorkerProcess(queues=app.conf.task_default_queue).start()
+    purge_test_queues()
+    worker = WorkerProcess().start()
     yield worker
     worker.stop()
 
@@ -170,6 +171,7 @@ def _celery_queue_per_test_process(worker_id):
 
     database = str(settings.DATABASES["default"]["NAME"]).rsplit("/", 1)[-1]
     app.conf.task_default_queue = f"tests-{database}-{worker_id}"
+    app.conf.interactive_queue = f"tests-{database}-{worker_id}-interactive"
     yield
 
 
@@ -177,6 +179,26 @@ def _celery_queue_per_test_process(worker_id):
 def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     """No test writes uploaded files into the project's var/ folder."""
     settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")
+    # The OAuth endpoints count per client address, and every test client is 127.0.0.1 in one
+    # shared Redis: the tests of those limits set their own rate and address.
+    settings.OAUTH_REGISTRATION_RATE_LIMIT = "100000/minute"
+    settings.OAUTH_TOKEN_RATE_LIMIT = "100000/minute"
+
+
+def pytest_configure(config):
+    """Start each run with an empty metrics folder (every process of the run, test workers and
+    their Celery workers, writes its samples there), as production does at start-up. Only the
+    first process: xdist's workers start after it."""
+    import shutil
+
+    from django.conf import settings
+
+    if hasattr(config, "workerinput"):
+        return
+    folder = settings.PROMETHEUS_MULTIPROC_DIR
+    if folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

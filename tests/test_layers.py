@@ -36,8 +36,12 @@ FLOORS = {
     "usage": FEATURE,
     "webhooks": FEATURE,
     "demo": 4,
+    # Above the feature apps too, composing them: health, readiness and metrics, and the
+    # retention that runs each feature app's own purge.
+    "operations": 4,
+    "retention": 4,
 }
-FLOOR_NAMES = {0: "common", 1: "api", 2: "workspaces", FEATURE: "feature apps", 4: "demo"}
+FLOOR_NAMES = {0: "common", 1: "api", 2: "workspaces", FEATURE: "feature apps", 4: "top apps"}
 
 # What a feature app may import from another feature app.
 PUBLIC_MODULES = frozenset({"events", "models", "rendering"})

@@ -24,9 +24,27 @@ from config.worker_environment import worker_environment as production_worker_en
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def process_queues() -> tuple[str, str]:
+    """This test process's bulk and interactive queues (tests/conftest.py names them)."""
+    from config.celery import app
+
+    return app.conf.task_default_queue, app.conf.interactive_queue
+
+
+def purge_test_queues() -> None:
+    """Drop what earlier tests (or runs) left on this test process's two queues."""
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        for queue in process_queues():
+            channel.queue_purge(queue)
+
+
 def worker_environment(**extra: str) -> dict[str, str]:
     """The environment production gives a worker (config.worker_environment), pointed at the
-    test database and Redis."""
+    test database, Redis and this test process's queues (so what a worker or beat sends, such
+    as knowledge.embed after an ingestion, stays on them)."""
     db = connection.settings_dict
     env = production_worker_environment(os.environ)
     if settings.IS_POSTGRES:
@@ -36,15 +54,18 @@ def worker_environment(**extra: str) -> dict[str, str]:
     else:
         env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
     env["REDIS_URL"] = settings.REDIS_URL
+    env["CELERY_TASK_DEFAULT_QUEUE"], env["CELERY_INTERACTIVE_QUEUE"] = process_queues()
     env.update(extra)
     return env
 
 
 class WorkerProcess:
     def __init__(
-        self, *, queues: str = "celery", concurrency: int = 1, name: str = "celery", **env: str
+        self, *, queues: str | None = None, concurrency: int = 1, name: str = "celery", **env: str
     ) -> None:
-        self.queues = queues
+        # Both of this test process's queues unless told otherwise (production runs one worker
+        # per queue; a test that needs that passes `queues`).
+        self.queues = queues or ",".join(process_queues())
         self.concurrency = concurrency
         self.hostname = f"{name}@{socket.gethostname()}"
         self.env = worker_environment(**env)

@@ -5,6 +5,9 @@ Thin: parse the query, call a selector or the recording service, render with pla
 
 from typing import Any, cast
 
+from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -13,7 +16,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
-from apps.activity import selectors
+from apps.activity import otlp, selectors
 from apps.activity.rendering import (
     CONVERSATION,
     MESSAGE,
@@ -21,6 +24,7 @@ from apps.activity.rendering import (
     USER,
     conversation_to_dict,
     run_to_dict,
+    step_to_dict,
     user_to_dict,
 )
 from apps.activity.serializers import (
@@ -31,15 +35,18 @@ from apps.activity.serializers import (
     IngestResultOut,
     MessageOut,
     RunOut,
+    StepOut,
     UserOut,
     records_parse,
 )
 from apps.activity.services import activity_record, auth_token_create
+from apps.activity.tracing import spans_record
 from apps.api.authentication import ApiKeyAuthentication, ServiceAgentKeyAuthentication
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response
+from apps.common.errors import BadRequest, PayloadTooLarge
 from apps.workspaces.browser_tokens import DEFAULT_LIFETIME_SECONDS
 from apps.workspaces.viewsets import AgentViewSet
 
@@ -47,6 +54,7 @@ UserList = list_envelope(UserOut, "UserList")
 ConversationList = list_envelope(ConversationOut, "ConversationList")
 MessageList = list_envelope(MessageOut, "MessageList")
 RunList = list_envelope(RunOut, "RunList")
+StepList = list_envelope(StepOut, "RunStepList")
 
 ID_PARAMETER = [OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH)]
 
@@ -125,8 +133,9 @@ class ConversationViewSet(AgentViewSet):
 
 
 class RunViewSet(AgentViewSet):
-    required_scopes = {"list": "runs:read", "retrieve": "runs:read"}
-    error_statuses = {"retrieve": (404,)}
+    required_scopes = {"list": "runs:read", "retrieve": "runs:read", "steps": "runs:read"}
+    error_statuses = {"retrieve": (404,), "steps": (404,)}
+    extension_actions = ("steps",)
     openapi_tags = ["Runs"]
 
     @extend_schema(
@@ -143,6 +152,20 @@ class RunViewSet(AgentViewSet):
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})
     def retrieve(self, request, id: str, agent_id: str | None = None):
         return json_response(run_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
+
+    @extend_schema(
+        summary="List a run's steps (extension)",
+        description="The steps of a run (its trace: model calls, tool calls, retrievals, "
+        "custom spans), first started first; `parent_id` builds the tree. Recorded through "
+        "POST /v1/ingest (`type: step`) or OpenTelemetry (POST /v1/otlp/v1/traces). Large "
+        "inputs, outputs and attributes are shortened and named in `truncated`. See "
+        "docs/activity-recording.md.",
+        parameters=ID_PARAMETER + PAGE_PARAMETERS,
+        responses={200: StepList},
+    )
+    def steps(self, request, id: str, agent_id: str | None = None):
+        steps = selectors.step_list(agent=self.agent, run_id=id)
+        return self.paginated(steps, keyset=selectors.STEP_KEYSET, render=step_to_dict)
 
 
 class AuthTokenViewSet(AgentViewSet):
@@ -307,3 +330,93 @@ class IngestViewSet(AgentViewSet):
         records = records_parse(request.data)
         result = activity_record(agent=self.agent, records=records)
         return json_response(result.as_dict())
+
+
+def _raw_body(request, *, limit: int) -> bytes:
+    """The request body, at most `limit` bytes, chunked or not.
+
+    OpenTelemetry's Node exporter sends `Transfer-Encoding: chunked`, which Django reads as an
+    empty body (it trusts Content-Length only). gunicorn decodes chunks itself and says so
+    (`wsgi.input_terminated`); Django's development server (`make run`, the tests' live server)
+    hands on a stream limited to Content-Length, so the framing is decoded here from the
+    socket's reader beneath it."""
+    environ = request.META
+    if (
+        environ.get("CONTENT_LENGTH")
+        or "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    ):
+        body = request.read(limit + 1)
+    elif environ.get("wsgi.input_terminated"):
+        body = environ["wsgi.input"].read(limit + 1)
+    else:
+        stream = environ["wsgi.input"]
+        if isinstance(stream, LimitedStream):
+            stream = getattr(getattr(stream, "_read", None), "__self__", stream)
+        body = _dechunk(stream, limit=limit)
+    if len(body) > limit:
+        raise PayloadTooLarge(f"The body is larger than {limit} bytes.")
+    return body
+
+
+def _dechunk(stream, *, limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        line = stream.readline(1026)
+        try:
+            chunk = int(line.split(b";", 1)[0].strip() or b"x", 16)
+        except ValueError:
+            raise BadRequest("Malformed chunked body.") from None
+        if chunk == 0:
+            while stream.readline(1026) not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(parts)
+        size += chunk
+        if size > limit:
+            return b"x" * (limit + 1)
+        data = stream.read(chunk)
+        if len(data) != chunk:
+            raise BadRequest("The chunked body ended early.")
+        parts.append(data)
+        stream.readline(4)
+
+
+class OtlpTracesViewSet(AgentViewSet):
+    """OTLP/HTTP traces: `OTEL_EXPORTER_OTLP_ENDPOINT=<base>/v1/otlp` and the exporter's own
+    `/v1/traces` lands here. The body is read raw (no DRF parser): its Content-Type picks the
+    OTLP encoding."""
+
+    required_scopes = {"create": "activity:write"}
+    extension_actions = ("create",)
+    error_statuses = {"create": (413, 415)}
+    openapi_tags = ["Ingest"]
+    parser_classes: list = []
+
+    @extend_schema(
+        summary="Record OpenTelemetry traces (OTLP/HTTP, extension)",
+        description=(
+            "An OTLP/HTTP traces endpoint: `ExportTraceServiceRequest` as binary protobuf "
+            "(`application/x-protobuf`) or OTLP/JSON (`application/json`), optionally "
+            "`Content-Encoding: gzip`; the answer is an `ExportTraceServiceResponse` in the same "
+            "encoding. Each trace becomes a run (id = the trace id) and each span a step (id = "
+            "the span id), mapped from the GenAI semantic conventions (`gen_ai.*`) and the AI "
+            "SDK's telemetry (`ai.*`). Spans that cannot be recorded are counted in "
+            "`partialSuccess.rejectedSpans` with a reason; the others are kept. At most 10,000 "
+            "spans per request. Set OTEL_EXPORTER_OTLP_ENDPOINT to `{base_url}/otlp` and "
+            "OTEL_EXPORTER_OTLP_HEADERS to `Authorization=Bearer <API_KEY>` (a key with "
+            "`activity:write`). See docs/activity-recording.md."
+        ),
+        request={otlp.PROTOBUF: OpenApiTypes.BINARY, otlp.JSON: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def create(self, request, agent_id: str | None = None):
+        kind = otlp.content_kind(request.content_type)
+        limit = settings.API_MAX_INGEST_BODY_BYTES
+        raw = _raw_body(request._request, limit=limit)
+        body = otlp.body_inflate(raw, encoding=request.headers.get("Content-Encoding"), limit=limit)
+        decoded = otlp.request_decode(body, kind=kind)
+        result = spans_record(agent=self.agent, spans=decoded.spans)
+        rejected = decoded.rejected + result.rejected
+        message = " ".join([*decoded.errors, *result.errors][:5])
+        content, content_type = otlp.response_body(kind=kind, rejected=rejected, message=message)
+        return HttpResponse(content, status=200, content_type=content_type)

@@ -5,6 +5,7 @@ from apps.activity.api import (
     ConversationViewSet,
     IngestViewSet,
     MeConversationViewSet,
+    OtlpTracesViewSet,
     RunViewSet,
     UserViewSet,
 )
@@ -27,7 +28,10 @@ routes: list[Route] = [
     ),
     Route("runs", RunViewSet.as_view({"get": "list"}), "run-list"),
     Route("runs/<str:id>", RunViewSet.as_view({"get": "retrieve"}), "run-detail"),
+    Route("runs/<str:id>/steps", RunViewSet.as_view({"get": "steps"}), "run-steps"),
     Route("ingest", IngestViewSet.as_view({"post": "create"}), "activity-ingest"),
+    # OTEL_EXPORTER_OTLP_ENDPOINT=<base>/v1/otlp: the exporter appends /v1/traces itself.
+    Route("otlp/v1/traces", OtlpTracesViewSet.as_view({"post": "create"}), "otlp-traces"),
     Route("auth_tokens", AuthTokenViewSet.as_view({"post": "create"}), "auth-token-create"),
 ]
 # A browser token names its Agent, so /v1/me has the short form only, with CORS.

@@ -6,11 +6,11 @@ none of them. Listeners run inside the recording transaction, so what they write
 rolls back with the run itself, and they must not do network I/O.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from apps.activity.models import Run
+from apps.common.events import Announcement
 
 
 @dataclass(frozen=True)
@@ -23,17 +23,7 @@ class RunRecorded:
     ended: bool
 
 
-RunListener = Callable[[RunRecorded], None]
-_run_listeners: list[RunListener] = []
-
-
-def on_run_recorded(listener: RunListener) -> RunListener:
-    """Register `listener` (usable as a decorator); registering it twice keeps one."""
-    if listener not in _run_listeners:
-        _run_listeners.append(listener)
-    return listener
-
-
-def announce_run_recorded(event: RunRecorded) -> None:
-    for listener in _run_listeners:
-        listener(event)
+run_recorded: Announcement[RunRecorded] = Announcement()
+# The names listeners and the recording service use.
+on_run_recorded = run_recorded.listen
+announce_run_recorded = run_recorded.announce

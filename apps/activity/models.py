@@ -168,6 +168,8 @@ class Message(models.Model):
     # AI SDK UIMessage parts, stored exactly as the runtime sent them.
     parts = models.JSONField(default=list)
     source_id = models.CharField(max_length=255, null=True, blank=True)
+    # The run that produced this message (an assistant answer), of the same conversation.
+    run_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField(null=True, blank=True)
 
@@ -176,6 +178,12 @@ class Message(models.Model):
             # GET /v1/conversations/{id}/messages and the transcript: oldest first.
             models.Index(
                 fields=["agent", "conversation_id", "created_at", "id"], name="msg_conv_created"
+            ),
+            # The run page: the messages a run produced.
+            models.Index(
+                fields=["agent", "run_id"],
+                condition=models.Q(run_id__isnull=False),
+                name="msg_agent_run",
             ),
         ]
         constraints = [
@@ -208,6 +216,9 @@ class Run(models.Model):
     tool_names = models.JSONField(default=list)
     failed_tool_names = models.JSONField(default=list)
     component_kinds = models.JSONField(default=list)
+    # The knowledge documents its retrieval steps returned (kept by recording, not sent: not
+    # part of the contract's run object), for ?document_id= on the runs lists.
+    document_ids = models.JSONField(default=list, db_default=models.Value([], models.JSONField()))
     error_code = models.CharField(max_length=255, null=True, blank=True)
     first_chunk_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -269,4 +280,130 @@ class Run(models.Model):
             models.CheckConstraint(
                 condition=models.Q(protocol_version__gte=1), name="run_protocol_version_min_1"
             ),
+        ]
+
+
+class StepKind(models.TextChoices):
+    AGENT = "agent", "Agent"
+    MODEL = "model", "Model call"
+    TOOL = "tool", "Tool call"
+    RETRIEVAL = "retrieval", "Retrieval"
+    CUSTOM = "custom", "Custom"
+
+
+class StepStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
+class RunStep(models.Model):
+    """One step of a run (a span of its trace): an ordered tree under the run.
+
+    `parent_id` names another step of the same run (None for a top-level step). Steps come from
+    POST /v1/ingest (`type: step`) or from OpenTelemetry spans (apps.activity.otlp), where the
+    id is the span id and `trace_id` the trace's. Input, output, documents and attributes are
+    bounded: a value larger than the limit is stored as a preview and named in `truncated`.
+    """
+
+    Kind = StepKind
+    Status = StepStatus
+
+    row = models.BigAutoField(primary_key=True)
+    id = models.CharField(max_length=ID_MAX_LENGTH, default=id_factory("step"))
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    run_id = models.CharField(max_length=ID_MAX_LENGTH)
+    run = SameAgentLink("Run", through="run_id", related_name="steps")
+    parent_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
+    trace_id = models.CharField(max_length=32, null=True, blank=True)
+    kind = models.CharField(max_length=12, choices=StepKind.choices, default=StepKind.CUSTOM)
+    name = models.CharField(max_length=255)
+    status = models.CharField(
+        max_length=12, choices=StepStatus.choices, default=StepStatus.COMPLETED
+    )
+    error = models.TextField(null=True, blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    # Model calls.
+    model_id = models.CharField(max_length=255, null=True, blank=True)
+    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    total_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    credits_charged = models.FloatField(null=True, blank=True)
+    first_token_ms = models.FloatField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=64, null=True, blank=True)
+    # Tool calls.
+    tool_name = models.CharField(max_length=255, null=True, blank=True)
+    mcp_server = models.CharField(max_length=255, null=True, blank=True)
+    # Retrievals: the query and what came back, [{document_id, title, url, passage, score}].
+    query = models.TextField(null=True, blank=True)
+    documents = models.JSONField(default=list)
+    # Everything the runtime sent that has no field here (OpenTelemetry attributes).
+    attributes = models.JSONField(default=dict)
+    # The fields stored shortened because they were too large.
+    truncated = models.JSONField(default=list)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # GET /v1/runs/{id}/steps and the run page: a run's steps in start order.
+            models.Index(fields=["agent", "run_id", "started_at", "id"], name="step_run_started"),
+            # OTLP: the known spans of a trace, to place children and refuse foreign ids.
+            models.Index(
+                fields=["agent", "trace_id"],
+                condition=models.Q(trace_id__isnull=False),
+                name="step_agent_trace",
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "id"], name="step_agent_id"),
+            models.CheckConstraint(
+                condition=models.Q(credits_charged__isnull=True) | models.Q(credits_charged__gte=0),
+                name="step_credits_non_negative",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(duration_ms__isnull=True) | models.Q(duration_ms__gte=0),
+                name="step_duration_non_negative",
+            ),
+        ]
+
+
+class PendingSpan(models.Model):
+    """An OpenTelemetry span waiting for its parent (or its trace's root) to arrive.
+
+    Exporters send a span when it ends, so children usually arrive before their parents. The
+    span is kept decoded (apps.activity.otlp) and placed as a step when the spans above it are
+    known; then this row is deleted.
+    """
+
+    row = models.BigAutoField(primary_key=True)
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, null=True, blank=True)
+    # An AI SDK tool call detached from its run waits for a run of this conversation
+    # (apps.activity.tracing._orphan_tool_calls_attach).
+    conversation_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
+    span = models.JSONField()
+    received_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # The spans already received of the traces a request carries.
+            models.Index(fields=["agent", "trace_id"], name="pending_span_trace"),
+            # The detached tool calls a new run of the conversation adopts.
+            models.Index(
+                fields=["agent", "conversation_id"],
+                condition=models.Q(conversation_id__isnull=False),
+                name="pending_span_conversation",
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "span_id"], name="pending_span_agent_span"),
         ]

@@ -21,10 +21,12 @@ from apps.activity import charts, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
 from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
+from apps.activity.trace import documents_view, json_tree, rows_html, waterfall
 from apps.activity.transcript import initials_of, message_view, runs_by_turn, safe_url, turn_usage
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
+from apps.knowledge import events as knowledge_events
 from apps.workspaces.console import (
     ConsoleRequest,
     bounded_count,
@@ -39,6 +41,8 @@ TRANSCRIPT_LIMIT = 500
 CONVERSATION_RUNS_LIMIT = 200
 USER_CONVERSATIONS_LIMIT = 50
 USER_RUNS_LIMIT = 20
+# Steps drawn on a run's page; a longer trace says so and links to the API's full list.
+TRACE_LIMIT = 2000
 
 
 def _page(request: ConsoleRequest, queryset: QuerySet, keyset: Keyset) -> tuple[Page, str | None]:
@@ -204,6 +208,7 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
         if message.id in turns:
             item["turn"] = turn_usage(turns[message.id])
         transcript.append(item)
+    _link_sources_to_documents(request, transcript)
     context = {
         "section": "conversations",
         "conversation": conversation,
@@ -214,6 +219,16 @@ def conversation_detail(request: ConsoleRequest, conversation_id: str) -> HttpRe
         "runs": runs,
     }
     return render(request, "activity/conversation_detail.html", context)
+
+
+def _link_sources_to_documents(request: ConsoleRequest, transcript: list[dict]) -> None:
+    """AI SDK source parts whose `sourceId` is one of the Agent's documents link to its page."""
+    sources = [part for item in transcript for part in item["parts"] if part["kind"] == "source"]
+    ids = {part["source_id"] for part in sources if part["source_id"]}
+    known = knowledge_events.known_document_ids(agent=request.agent, ids=ids)
+    for part in sources:
+        if part["source_id"] in known:
+            part["document_id"] = part["source_id"]
 
 
 # --- Users ---------------------------------------------------------------------------------------
@@ -331,8 +346,37 @@ def run_detail(request: ConsoleRequest, run_id: str) -> HttpResponse:
     conversation = selectors.conversation_find(
         agent=request.agent, conversation_id=run.conversation_id
     )
-    context = {"section": "runs", "run": run, "conversation": conversation}
+    steps = selectors.run_trace(agent=request.agent, run_id=run.id, limit=TRACE_LIMIT)
+    trace = waterfall(steps, limit=TRACE_LIMIT, run_start=run.created_at)
+    step_url = reverse("activity:step_detail", args=[run.id, "__step__"])
+    context = {
+        "section": "runs",
+        "run": run,
+        "conversation": conversation,
+        "trace": trace,
+        "trace_rows": rows_html(trace.rows, step_url=step_url),
+        "produced": selectors.run_messages(agent=request.agent, run_id=run.id),
+    }
     return render(request, "activity/run_detail.html", context)
+
+
+@console_view
+def step_detail(request: ConsoleRequest, run_id: str, step_id: str) -> HttpResponse:
+    """One step's input, output, error, attributes and documents: the waterfall row's body,
+    fetched when the row is opened (a full page without HTMX)."""
+    run = selectors.run_get(agent=request.agent, run_id=run_id)
+    step = selectors.step_get(agent=request.agent, run_id=run.id, step_id=step_id)
+    context = {
+        "section": "runs",
+        "run": run,
+        "step": step,
+        "input_tree": json_tree(step.input) if step.input is not None else None,
+        "output_tree": json_tree(step.output) if step.output is not None else None,
+        "attributes_tree": json_tree(step.attributes) if step.attributes else None,
+        "documents": documents_view(step.documents),
+    }
+    template = "activity/_step_body.html" if request.htmx else "activity/step_detail.html"
+    return render(request, template, context)
 
 
 # --- Exports: the filtered list, every row, streamed ---------------------------------------------

@@ -5,7 +5,7 @@ straight from the row: no serializer, no extra query (foreign keys are read as `
 object is a `Shape`, which also writes list pages from rows PostgreSQL has formatted.
 """
 
-from apps.activity.models import Conversation, EndUser, Message, Run
+from apps.activity.models import Conversation, EndUser, Message, Run, RunStep
 from apps.common.shapes import Shape
 
 # The contract's objects, sections 2.2 to 2.5.
@@ -52,3 +52,19 @@ def message_to_dict(message: Message) -> dict:
 
 def run_to_dict(run: Run) -> dict:
     return RUN.from_model(run)
+
+
+STEP = Shape(
+    "run_step",
+    ("id", "run_id", "parent_id", "trace_id", "kind", "name", "status", "error", "started_at",
+     "ended_at", "duration_ms", "input", "output", "model_id", "input_tokens", "output_tokens",
+     "total_tokens", "cache_read_tokens", "cache_write_tokens", "credits_charged",
+     "first_token_ms", "finish_reason", "tool_name", "mcp_server", "query", "documents",
+     "attributes", "truncated", "created_at", "updated_at"),
+    times=frozenset({"started_at", "ended_at", "created_at", "updated_at"}),
+    json=frozenset({"input", "output", "documents", "attributes", "truncated"}),
+)  # fmt: skip
+
+
+def step_to_dict(step: RunStep) -> dict:
+    return STEP.from_model(step)

@@ -6,13 +6,22 @@ range scan: see the indexes in models.py.
 """
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.db.models import Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, Run, RunStatus
+from apps.activity.models import (
+    ID_MAX_LENGTH,
+    Conversation,
+    EndUser,
+    Message,
+    Run,
+    RunStatus,
+    RunStep,
+)
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset
 from apps.common.listing import Condition, ListQuery
@@ -22,6 +31,7 @@ USER_KEYSET = Keyset("users", "last_seen_at", descending=True)
 CONVERSATION_KEYSET = Keyset("conversations", "updated_at", descending=True)
 MESSAGE_KEYSET = Keyset("messages", "created_at", descending=False)
 RUN_KEYSET = Keyset("runs", "created_at", descending=True)
+STEP_KEYSET = Keyset("steps", "started_at", descending=False)
 
 STATUSES = tuple(RunStatus.values)
 
@@ -46,6 +56,9 @@ class Filter:
     lookup: str = "exact"
 
     def condition(self, value) -> Condition:
+        # A JSON array field holds the value: containment of a one-item array.
+        if self.lookup == "contains":
+            value = [value]
         return Condition(self.field or self.name, self.lookup, value)
 
 
@@ -75,6 +88,27 @@ RUN_FILTERS = (
     Filter("status", "choice", "Only runs with this status.", STATUSES),
     Filter("model_id", "text", "Only runs of this model."),
     Filter("error_code", "text", "Only runs that failed with this error code."),
+    Filter(
+        "tool_name",
+        "text",
+        "Only runs that called this tool (a GIN index on tool_names).",
+        field="tool_names",
+        lookup="contains",
+    ),
+    Filter(
+        "failed_tool",
+        "text",
+        "Only runs in which this tool failed (a GIN index on failed_tool_names).",
+        field="failed_tool_names",
+        lookup="contains",
+    ),
+    Filter(
+        "document_id",
+        "text",
+        "Only runs whose retrieval steps returned this knowledge document (a GIN index).",
+        field="document_ids",
+        lookup="contains",
+    ),
     Filter(
         "created_after",
         "datetime",
@@ -328,6 +362,38 @@ def run_get(*, agent: Agent, run_id: str) -> Run:
     return run
 
 
+def step_list(*, agent: Agent, run_id: str) -> QuerySet[RunStep]:
+    """A run's steps, first started first (index step_run_started); 404 for another Agent's."""
+    run_get(agent=agent, run_id=run_id)
+    return RunStep.objects.filter(agent=agent, run_id=run_id)
+
+
+def run_trace(*, agent: Agent, run_id: str, limit: int) -> list[RunStep]:
+    """The first `limit + 1` steps of a run in start order, for the run page's waterfall
+    (without the large values a row does not show: a step's own page reads them)."""
+    return list(
+        RunStep.objects.filter(agent=agent, run_id=run_id)
+        .defer("input", "output", "attributes", "query")
+        .order_by(*STEP_KEYSET.order_by)[: limit + 1]
+    )
+
+
+def step_get(*, agent: Agent, run_id: str, step_id: str) -> RunStep:
+    step = (
+        RunStep.objects.filter(agent=agent, run_id=run_id, id=step_id).first()
+        if _is_id(step_id)
+        else None
+    )
+    if step is None:
+        raise NotFound(f"No step {step_id!r} in run {run_id!r}.")
+    return step
+
+
+def run_messages(*, agent: Agent, run_id: str) -> list[Message]:
+    """The messages a run produced (index msg_agent_run)."""
+    return list(Message.objects.filter(agent=agent, run_id=run_id).order_by("created_at", "id"))
+
+
 # --- Console reads: a few rows around one record, in display order ------------------------------
 
 
@@ -427,3 +493,10 @@ def recent_run_values(*, agent: Agent, field: str) -> list[str]:
     ]
     values = Run.objects.filter(pk__in=newest.values("pk")).exclude(**{f"{field}__isnull": True})
     return sorted(set(values.values_list(field, flat=True)) - {""})
+
+
+def document_run_counts(*, agent: Agent, document_id: str, days: tuple[int, ...]) -> dict[int, int]:
+    """How many runs of the last N days retrieved the document, for each N of `days`."""
+    now = timezone.now()
+    base = Run.objects.filter(agent=agent, document_ids__contains=[document_id])
+    return {span: base.filter(created_at__gte=now - timedelta(days=span)).count() for span in days}

@@ -17,7 +17,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.activity.models import ID_MAX_LENGTH, Conversation, EndUser, Message, RunStatus
+from apps.activity.models import (
+    ID_MAX_LENGTH,
+    Conversation,
+    EndUser,
+    Message,
+    RunStatus,
+    StepKind,
+    StepStatus,
+)
 from apps.api.serializers import (
     StrictCharField,
     StrictDateTimeField,
@@ -101,6 +109,56 @@ class RunOut(serializers.Serializer):
     completed_at = serializers.DateTimeField(allow_null=True)
     total_turn_latency_ms = serializers.FloatField(
         min_value=0, allow_null=True, help_text="Milliseconds."
+    )
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class StepDocumentOut(serializers.Serializer):
+    document_id = serializers.CharField(allow_null=True, required=False)
+    title = serializers.CharField(allow_null=True, required=False)
+    url = serializers.CharField(allow_null=True, required=False)
+    passage = serializers.CharField(allow_null=True, required=False)
+    score = serializers.FloatField(allow_null=True, required=False)
+
+
+class StepOut(serializers.Serializer):
+    """A step of a run (extension): one span of its trace."""
+
+    object = serializers.ChoiceField(choices=["run_step"])
+    id = serializers.CharField(help_text="The step's id; for OpenTelemetry spans the span id.")
+    run_id = serializers.CharField()
+    parent_id = serializers.CharField(allow_null=True, help_text="The parent step; null at top.")
+    trace_id = serializers.CharField(allow_null=True, help_text="OpenTelemetry trace id.")
+    kind = serializers.ChoiceField(choices=StepKind.values)
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=StepStatus.values)
+    error = serializers.CharField(allow_null=True)
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    duration_ms = serializers.FloatField(allow_null=True, min_value=0)
+    input = serializers.JSONField(allow_null=True)
+    output = serializers.JSONField(allow_null=True)
+    model_id = serializers.CharField(allow_null=True)
+    input_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    output_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    total_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    cache_read_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    cache_write_tokens = serializers.IntegerField(min_value=0, allow_null=True)
+    credits_charged = serializers.FloatField(min_value=0, allow_null=True)
+    first_token_ms = serializers.FloatField(
+        min_value=0, allow_null=True, help_text="Milliseconds from the step's start."
+    )
+    finish_reason = serializers.CharField(allow_null=True)
+    tool_name = serializers.CharField(allow_null=True)
+    mcp_server = serializers.CharField(allow_null=True)
+    query = serializers.CharField(allow_null=True)
+    documents = StepDocumentOut(many=True)
+    attributes = serializers.DictField(help_text="Attributes with no field of their own.")
+    truncated = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Fields stored shortened because they were too large (`input`, "
+        "`attributes.<name>`, ...).",
     )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -265,6 +323,11 @@ class MessageRecordIn(_RecordIn):
     role = StrictChoiceField(choices=Message.Role.values, required=False)
     parts = PartsField(required=False)
     source_id = _nullable_text()
+    run_id = RecordIdField(
+        required=False,
+        allow_null=True,
+        help_text="The run that produced this message (a run of the same conversation).",
+    )
     created_at = StrictDateTimeField(required=False)
     updated_at = StrictDateTimeField(required=False, allow_null=True)
 
@@ -297,11 +360,81 @@ class RunRecordIn(_RecordIn):
     updated_at = StrictDateTimeField(required=False)
 
 
+@extend_schema_field({})
+class AnyJsonField(serializers.Field):
+    """Any JSON value (a step's input or output); NUL characters are refused, PostgreSQL's
+    jsonb cannot store them. Size is bounded by the recording service (truncated, marked)."""
+
+    def to_internal_value(self, data):
+        if b"\\u0000" in orjson.dumps(data):
+            raise serializers.ValidationError("Must not contain NUL (\\u0000) characters.")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class JsonObjectField(AnyJsonField):
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        return super().to_internal_value(data)
+
+
+class DocumentIn(StrictSerializer):
+    document_id = StrictCharField(required=False, allow_null=True, max_length=255)
+    title = _nullable_text(500)
+    url = StrictCharField(required=False, allow_null=True, max_length=2048)
+    passage = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+    )
+    score = StrictNumberField(required=False, allow_null=True)
+
+
+class StepRecordIn(_RecordIn):
+    """One step of a run (contract extension): a model call, tool call, retrieval or custom
+    span. See docs/activity-recording.md, "Steps of a run"."""
+
+    type = StrictChoiceField(choices=["step"])
+    id = RecordIdField(required=False)
+    run_id = RecordIdField(required=False)
+    parent_id = RecordIdField(required=False, allow_null=True)
+    kind = StrictChoiceField(choices=StepKind.values, required=False)
+    name = StrictCharField(required=False, max_length=255)
+    status = StrictChoiceField(choices=StepStatus.values, required=False)
+    error = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+    )
+    started_at = StrictDateTimeField(required=False)
+    ended_at = StrictDateTimeField(required=False, allow_null=True)
+    duration_ms = StrictNumberField(required=False, allow_null=True, min_value=0)
+    input = AnyJsonField(required=False, allow_null=True)
+    output = AnyJsonField(required=False, allow_null=True)
+    model_id = _nullable_text()
+    input_tokens = _tokens()
+    output_tokens = _tokens()
+    total_tokens = _tokens()
+    cache_read_tokens = _tokens()
+    cache_write_tokens = _tokens()
+    credits_charged = StrictNumberField(required=False, allow_null=True, min_value=0)
+    first_token_ms = StrictNumberField(required=False, allow_null=True, min_value=0)
+    finish_reason = _nullable_text(64)
+    tool_name = _nullable_text()
+    mcp_server = _nullable_text()
+    query = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+    )
+    documents = StrictListField(child=DocumentIn(), required=False)
+    attributes = JsonObjectField(required=False)
+
+
 RECORD_SERIALIZERS: dict[str, type[_RecordIn]] = {
     "user": UserRecordIn,
     "conversation": ConversationRecordIn,
     "message": MessageRecordIn,
     "run": RunRecordIn,
+    "step": StepRecordIn,
 }
 
 

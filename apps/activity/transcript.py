@@ -83,6 +83,9 @@ def part_view(part) -> dict:
             or _text(part.get("filename"))
             or _text(part.get("url")),
             "media_type": _text(part.get("mediaType")),
+            # Set by the page when the id names one of the Agent's knowledge documents.
+            "source_id": _text(part.get("sourceId"))[:64],
+            "document_id": None,
         }
     return {"kind": "json", "json": pretty_json(part), "label": kind or "part"}
 

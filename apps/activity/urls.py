@@ -25,4 +25,5 @@ urlpatterns = [
     path("users/<str:user_id>/", pages.user_detail, name="user_detail"),
     path("runs/", pages.run_list, name="run_list"),
     path("runs/<str:run_id>/", pages.run_detail, name="run_detail"),
+    path("runs/<str:run_id>/steps/<str:step_id>/", pages.step_detail, name="step_detail"),
 ]

@@ -37,6 +37,7 @@ from redis.retry import Retry
 from rest_framework.throttling import BaseThrottle
 
 from apps.common.errors import RateLimited
+from apps.common.redis_timing import timed_connection_class
 
 logger = logging.getLogger("apps.api")
 
@@ -118,7 +119,7 @@ _GATED_HIT_SCRIPT = (
     _WINDOW_HIT_FUNCTION
     + """
 local record = redis.call('GET', KEYS[1])
-if not record then
+if not record or record == '-' then
     return {}
 end
 local hash_end = string.find(record, '\\n', 1, true)
@@ -137,6 +138,21 @@ return {payload, hit[1], hit[2], hit[3]}
 )
 
 
+# A tombstone in a key record's place (see `key_record_tombstone`): the gated script answers
+# "no record" for it, and a record write never replaces it.
+KEY_TOMBSTONE = b"-"
+
+# KEYS[1]: a key record. ARGV: the record, its seconds to live. Writes it unless the place holds
+# a tombstone; returns 1 when written.
+_PUT_UNLESS_TOMBSTONE_SCRIPT = """
+if redis.call('GET', KEYS[1]) == '-' then
+    return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+return 1
+"""
+
+
 class _RedisStore:
     # The key prefix `limits` used: windows counted before this module survive a deploy.
     PREFIX = "LIMITS:"
@@ -149,9 +165,12 @@ class _RedisStore:
             # One immediate retry for a pooled connection Redis closed (a restart); a store that
             # is down costs two refused connects, not redis-py's default backoff of seconds.
             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+            # Its time counts in each request's Redis time (the request metrics).
+            connection_class=timed_connection_class(url),
         )
         self.script = self.client.register_script(_HIT_SCRIPT)
         self.gated_script = self.client.register_script(_GATED_HIT_SCRIPT)
+        self.put_script = self.client.register_script(_PUT_UNLESS_TOMBSTONE_SCRIPT)
 
     def hit(self, key: str, limit: int, window: int, now: float) -> tuple[bool, int, float]:
         counted, count, oldest = self.script(keys=[self.PREFIX + key], args=[now, limit, window])
@@ -237,9 +256,10 @@ def _store_unavailable() -> None:
     logger.warning("rate-limit store unavailable; serving without a limit", exc_info=True)
 
 
-def rate_window_hit(*, identifier: str) -> WindowState | None:
-    """Count one request of `identifier` against `API_RATE_LIMIT`; None if the store is down."""
-    rate = _rate(settings.API_RATE_LIMIT)
+def rate_window_hit(*, identifier: str, rate_text: str | None = None) -> WindowState | None:
+    """Count one request of `identifier` against `rate_text` (default `API_RATE_LIMIT`);
+    None if the store is down."""
+    rate = _rate(rate_text or settings.API_RATE_LIMIT)
     limit, window = rate.amount, rate.get_expiry()
     now = time.time()
     key = rate.key_for(_NAMESPACE, identifier)
@@ -290,9 +310,10 @@ def _redis_store() -> _RedisStore:
     return store
 
 
-def key_record_put(name: str, record: bytes, *, seconds: int) -> None:
+def key_record_put(name: str, record: bytes, *, seconds: int) -> bool:
+    """Write a record unless a tombstone holds its place; True when written."""
     try:
-        _redis_store().client.set(name, record, ex=seconds)
+        return bool(_redis_store().put_script(keys=[name], args=[record, seconds]))
     except (redis.RedisError, OSError) as exc:
         raise KeyStoreUnavailable(repr(exc)) from exc
 
@@ -300,6 +321,16 @@ def key_record_put(name: str, record: bytes, *, seconds: int) -> None:
 def key_record_delete(name: str) -> None:
     try:
         _redis_store().client.delete(name)
+    except (redis.RedisError, OSError) as exc:
+        raise KeyStoreUnavailable(repr(exc)) from exc
+
+
+def key_record_tombstone(name: str, *, seconds: int) -> None:
+    """Put a tombstone in the record's place for `seconds`: lookups find no record (the caller
+    reads its database) and no record write lands meanwhile, however late it comes. This is
+    what keeps a request that read a key just before its revocation from caching it again."""
+    try:
+        _redis_store().client.set(name, KEY_TOMBSTONE, ex=seconds)
     except (redis.RedisError, OSError) as exc:
         raise KeyStoreUnavailable(repr(exc)) from exc
 

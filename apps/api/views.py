@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
 from apps.api.credentials import Credential
-from apps.common.errors import NotFound
+from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset, page_request, paginate
 from apps.common.listing import ListQuery, compiled_list
 from apps.common.shapes import Shape
@@ -34,6 +34,11 @@ class ApiViewSet(ViewSet):
         # nothing, and must not reach the database as a query.
         if any("\x00" in value for value in kwargs.values() if isinstance(value, str)):
             raise NotFound()
+        # A parameter given twice has no meaning here (none is a list): refuse it rather than
+        # silently take one of the values.
+        for name, values in request._request.GET.lists():
+            if len(values) > 1:
+                raise BadRequest(f"{name}: given {len(values)} times; send it once.")
 
     def check_permissions(self, request) -> None:
         # The rate limit counts before the scope check (DRF counts after it): a request the key
@@ -66,6 +71,23 @@ class ApiViewSet(ViewSet):
         page = compiled_list(query.model, shape, keyset).page(query, wanted)
         query.check_empty_page(page.rows)
         return json_response(page.envelope(shape.from_row))
+
+
+def require_no_body_fields(request) -> None:
+    """For operations that take no body: none, or an empty JSON object. Anything else is 400,
+    as an unknown field is for every strict body."""
+    raw = request._request
+    if not raw.body.strip():
+        return
+    if raw.content_type == "multipart/form-data" and not raw.POST and not raw.FILES:
+        return  # an empty form: what some clients send for "no body"
+    data = request.data
+    if not isinstance(data, dict):
+        raise BadRequest("This operation takes no body; send none, or {}.")
+    if data:
+        raise BadRequest(
+            f"This operation takes no body fields; unknown: {', '.join(sorted(map(str, data)))}."
+        )
 
 
 def json_response(data, *, status: int = 200) -> HttpResponse:

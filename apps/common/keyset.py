@@ -10,7 +10,7 @@ apps.api.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core import signing
@@ -29,6 +29,17 @@ class Keyset:
     name: str  # salts the cursor, so one list's cursor is refused by another
     field: str
     descending: bool
+    # What the sort value is: "time" (a datetime), "number" or "text". Empty: told by the
+    # field's name (`..._at` is a time, `name` is text, the rest are numbers).
+    value_kind: str = ""
+
+    @property
+    def kind(self) -> str:
+        if self.value_kind:
+            return self.value_kind
+        if self.field.endswith("_at"):
+            return "time"
+        return "text" if self.field == "name" else "number"
 
     @property
     def order_by(self) -> tuple[str, str]:
@@ -98,13 +109,59 @@ def cursor_encode(keyset: Keyset, value: Any, row_id: str) -> str:
     return signing.dumps(payload, salt=f"cursor:{keyset.name}", compress=True)
 
 
+_MAX_CURSOR_TEXT = 512
+_MAX_CURSOR_NUMBER = 2**63 - 1
+
+
+def _cursor_text(value: Any) -> str:
+    """A string a cursor may carry to SQL: short, printable (no NUL, which PostgreSQL refuses)."""
+    if not isinstance(value, str) or not value or len(value) > _MAX_CURSOR_TEXT:
+        raise ValueError("not a cursor string")
+    if not value.isprintable():
+        raise ValueError("not a cursor string")
+    return value
+
+
+def _cursor_value(keyset: Keyset, payload: dict) -> Any:
+    """The sort value, of the type the keyset's field has, or ValueError."""
+    if keyset.kind == "time":
+        if set(payload) != {"t", "i"}:
+            raise ValueError("not a time cursor")
+        value = datetime.fromisoformat(_cursor_text(payload["t"]))
+        if value.tzinfo is None:
+            raise ValueError("a cursor's time has a zone")
+        return value.astimezone(UTC)  # OverflowError at the calendar's ends
+    if set(payload) != {"v", "i"}:
+        raise ValueError("not a value cursor")
+    value = payload["v"]
+    if keyset.kind == "text":
+        return _cursor_text(value)
+    # bool is an int to Python, never a sort value here; floats must be finite.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("not a number")
+    if abs(value) > _MAX_CURSOR_NUMBER or value != value:
+        raise ValueError("not a number in range")
+    return value
+
+
 def cursor_decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
-    """The keyset value and row id a cursor of this keyset carries; 400 when it is not one."""
+    """The keyset value and row id a cursor of this keyset carries; 400 when it is not one.
+
+    The payload is signed, but a cursor signed with a leaked or rotated key, or written by an
+    older version, must still be refused cleanly: every field's type is checked here, for
+    every list, before it reaches a query."""
     try:
         payload = signing.loads(cursor, salt=f"cursor:{keyset.name}")
-        row_id = payload["i"]
-        value = datetime.fromisoformat(payload["t"]) if "t" in payload else payload["v"]
-    except (signing.BadSignature, KeyError, TypeError, ValueError):
+        if not isinstance(payload, dict):
+            raise ValueError("not an object")
+        row_id = payload.get("i")
+        # A whole-number id is read as its text, as the ORM would compare it (a benchmark's
+        # cursors carried the row key once); anything else must be a printable string.
+        if isinstance(row_id, int) and not isinstance(row_id, bool):
+            row_id = str(row_id)
+        row_id = _cursor_text(row_id)
+        value = _cursor_value(keyset, payload)
+    except (signing.BadSignature, KeyError, TypeError, ValueError, OverflowError):
         raise BadRequest(
             "after is not a valid cursor for this list; pass next_cursor from the previous page."
         ) from None
@@ -119,7 +176,9 @@ def _page_before(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Pa
     """The `limit` rows just before the cursor's row, read backwards on the same index."""
     assert page.before is not None
     value, row_id = cursor_decode(keyset, page.before)
-    backwards = Keyset(keyset.name, keyset.field, descending=not keyset.descending)
+    backwards = Keyset(
+        keyset.name, keyset.field, descending=not keyset.descending, value_kind=keyset.kind
+    )
     rows = list(
         queryset.order_by(*backwards.order_by).filter(backwards.after(value, row_id))[
             : page.limit + 1

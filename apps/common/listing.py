@@ -18,14 +18,23 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+import orjson
 from django.db import connection
 from django.db.models import DateTimeField, Model, Q, QuerySet
 
 from apps.common.keyset import Keyset, Page, PageRequest, cursor_decode, cursor_encode
 from apps.common.shapes import Shape, column_sql
 
-# The comparisons a `Condition` may make, as Django lookups and as SQL.
-OPERATORS = {"exact": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+# The comparisons a `Condition` may make, as Django lookups and as SQL. `contains` is JSON
+# containment (a jsonb array holding the value's items), its value bound as JSON text.
+OPERATORS = {
+    "exact": "= %s",
+    "gt": "> %s",
+    "gte": ">= %s",
+    "lt": "< %s",
+    "lte": "<= %s",
+    "contains": "@> %s::jsonb",
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,11 @@ class Condition:
 
     def q(self) -> Q:
         return Q(**{f"{self.field}__{self.lookup}": self.value})
+
+    @property
+    def sql_value(self) -> Any:
+        """The value as the compiled SQL binds it."""
+        return orjson.dumps(self.value).decode() if self.lookup == "contains" else self.value
 
 
 @dataclass(frozen=True)
@@ -104,7 +118,7 @@ class CompiledList:
         statement = self.statements.get(key)
         if statement is None:
             predicates = [
-                f"{column_sql(self.model, name)} {OPERATORS[lookup]} %s" for name, lookup in key[0]
+                f"{column_sql(self.model, name)} {OPERATORS[lookup]}" for name, lookup in key[0]
             ]
             if after:
                 predicates.append(self._after)
@@ -116,7 +130,7 @@ class CompiledList:
         """One page of an API list, its rows as tuples for `Shape.from_row` (forward only: the
         API has no `before`, and its body no `previous_cursor`)."""
         assert query.model is self.model and page.before is None
-        params = [condition.value for condition in query.where]
+        params = [condition.sql_value for condition in query.where]
         if None in params:
             raise ValueError(f"A compiled list cannot compare with None: {query.where}")
         if page.after is not None:

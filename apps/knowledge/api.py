@@ -1,7 +1,11 @@
 """The /v1/knowledge operations (contract 4.2) and the search extension. Thin: parse input,
 call a service or selector, render with the plain output functions."""
 
+import html
+import re
+
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.parsers import MultiPartParser
@@ -11,6 +15,7 @@ from apps.api.views import json_response
 from apps.common.errors import BadRequest
 from apps.common.keyset import page_request
 from apps.knowledge import search, selectors, services
+from apps.knowledge.events import KnowledgeSearched, SearchPassage, announce_knowledge_searched
 from apps.knowledge.serializers import (
     KnowledgeDocumentListOut,
     KnowledgeDocumentOut,
@@ -190,6 +195,8 @@ class KnowledgeViewSet(AgentViewSet):
     )
     def search(self, request, agent_id: str | None = None):
         data = _validated(KnowledgeSearchIn, request.data)
+        run_id = data.get("run_id") or request.headers.get("X-Run-Id")
+        started_at = timezone.now()
         hits = search.search_chunks(
             agent=self.agent,
             query=data["query"],
@@ -197,7 +204,30 @@ class KnowledgeViewSet(AgentViewSet):
             mode=data["mode"],
             min_score=data["min_score"],
         )
+        if run_id:
+            announce_knowledge_searched(
+                KnowledgeSearched(
+                    agent=self.agent,
+                    run_id=run_id,
+                    query=data["query"],
+                    mode=data["mode"],
+                    passages=[
+                        SearchPassage(
+                            document_id=hit.document_id,
+                            document_name=hit.document_name,
+                            passage=_MARKS.sub("", html.unescape(hit.snippet)),
+                            score=hit.score,
+                        )
+                        for hit in hits
+                    ],
+                    started_at=started_at,
+                    ended_at=timezone.now(),
+                )
+            )
         return json_response(search_out(query=data["query"], hits=hits))
+
+
+_MARKS = re.compile(r"</?mark>")
 
 
 class KnowledgeFileViewSet(KnowledgeViewSet):

@@ -23,3 +23,14 @@ class KnowledgeConfig(AppConfig):
 
     def ready(self) -> None:
         connection_created.connect(_hnsw_scans_until_enough, dispatch_uid="knowledge-hnsw-scan")
+        from apps.knowledge.events import provide_document_finder
+
+        provide_document_finder(_known_document_ids)
+
+
+def _known_document_ids(agent, ids: set[str]) -> set[str]:
+    from apps.knowledge.models import KnowledgeDocument
+
+    return set(
+        KnowledgeDocument.objects.filter(agent=agent, pk__in=ids).values_list("pk", flat=True)
+    )

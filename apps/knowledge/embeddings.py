@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,6 +38,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.common import metrics
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
 
 logger = logging.getLogger(__name__)
@@ -114,13 +116,17 @@ class ModelFiles:
 
 
 def model_files() -> ModelFiles:
+    """The configured model's files, checked present (readiness asks this without loading)."""
     configured = settings.KNOWLEDGE_EMBEDDING_MODEL
     if not configured:
-        return ModelFiles(
+        files = ModelFiles(
             model=_package_dir(DEFAULT_MODEL_PACKAGE) / "model.onnx",
             tokenizer=DEFAULT_TOKENIZER / "tokenizer.json",
             sha256=DEFAULT_MODEL_SHA256,
         )
+        if not files.model.is_file() or not files.tokenizer.is_file():
+            raise EmbeddingUnavailable("The embedding model files are missing.")
+        return files
     folder = Path(configured)
     if not folder.is_dir():
         folder = _package_dir(configured)
@@ -130,6 +136,8 @@ def model_files() -> ModelFiles:
     options: dict = {}
     if (folder / "embedding.json").is_file():
         options = json.loads((folder / "embedding.json").read_text())
+    if not model.is_file() or not (folder / "tokenizer.json").is_file():
+        raise EmbeddingUnavailable("The embedding model files are missing.")
     pooling = options.get("pooling", "mean")
     if pooling not in ("mean", "cls"):
         raise EmbeddingUnavailable(f"embedding.json: unknown pooling {pooling!r}.")
@@ -331,7 +339,7 @@ def document_embed(*, document_id: str, max_batches: int | None = None) -> str:
         document = (
             KnowledgeDocument.objects.filter(pk=document_id, status=KnowledgeDocument.Status.READY)
             .exclude(current_version=None)
-            .only("pk", "current_version_id")
+            .only("pk", "current_version_id", "kind")
             .first()
         )
         if document is None:
@@ -347,11 +355,14 @@ def document_embed(*, document_id: str, max_batches: int | None = None) -> str:
         )
         if not pending:
             return "done"
+        started = time.perf_counter()
         try:
             windows = embed_passages([text for _, text in pending])
         except Exception:
             logger.exception("knowledge embed of %s failed", document_id)
             return "failed"
+        metrics.EMBEDDING_DURATION.labels(document.kind).observe(time.perf_counter() - started)
+        metrics.EMBEDDED_CHUNKS.labels(document.kind).inc(len(pending))
         _store(document_id=document_id, ids=[pk for pk, _ in pending], windows=windows)
         # Each batch's tensors are freed; without a trim glibc keeps them and the process
         # creeps past 400 MB (measured: 430 MB peaks without, see docs/knowledge.md).

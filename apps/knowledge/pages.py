@@ -3,16 +3,19 @@ document page. Thin: every rule lives in services and selectors, shared with the
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import BadRequest, NotFound, ServiceError
-from apps.knowledge import search, selectors, services
+from apps.knowledge import events, search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 from apps.knowledge.uploads import limit_uploads
@@ -330,6 +333,9 @@ def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
             "document": document,
             "version": version,
             "chunk_count": selectors.version_chunk_count(version=version) if version else 0,
+            "run_counts": events.document_run_counts(agent=request.agent, document_id=document.pk),
+            "week_ago": (timezone.now() - timedelta(days=7)).date().isoformat(),
+            "month_ago": (timezone.now() - timedelta(days=30)).date().isoformat(),
             "interval_choices": _interval_choices(),
             "remote_images": remote_images_allowed(request),
         },

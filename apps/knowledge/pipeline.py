@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.common import metrics
 from apps.common.http import FetchError, fetch
 from apps.knowledge import embeddings
 from apps.knowledge.extraction import (
@@ -189,6 +191,7 @@ def _extract(data: bytes, *, source_url: str | None, name_hint: str | None) -> C
         kind = detect_kind(data, file_name=name_hint)
     except UnsupportedType as exc:
         raise WorkFailed(str(exc)) from None
+    started = time.perf_counter()
     try:
         result = extract_bounded(
             data,
@@ -199,7 +202,9 @@ def _extract(data: bytes, *, source_url: str | None, name_hint: str | None) -> C
             memory_mb=EXTRACT_MEMORY_MB,
         )
     except ExtractionFailed as exc:
+        metrics.EXTRACTION_DURATION.labels(kind, "failed").observe(time.perf_counter() - started)
         raise WorkFailed(str(exc)) from None
+    metrics.EXTRACTION_DURATION.labels(kind, "ok").observe(time.perf_counter() - started)
     return Content(markdown=result.markdown, page_count=result.page_count, kind=kind)
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
+from apps.common import metrics
 from apps.knowledge import embeddings, lexical, relevance
 from apps.workspaces.models import Agent
 
@@ -133,6 +134,7 @@ def unindex_chunks(*, version_ids=None, document_ids=None) -> None:
             )
 
 
+@metrics.timed(metrics.SEARCH_DURATION, mode="mode")
 def search_chunks(
     *, agent: Agent, query: str, limit: int, mode: str = "hybrid", min_score: float = 0.0
 ) -> list[SearchHit]:

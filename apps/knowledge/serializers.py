@@ -94,6 +94,12 @@ class KnowledgeSearchIn(StrictSerializer):
             "knowledge does not answer gets an empty list. 0 returns every candidate."
         ),
     )
+    run_id = StrictCharField(
+        required=False,
+        max_length=64,
+        help_text="The run this search serves (extension): the search is recorded as that "
+        "run's retrieval step, with the passages it returned. Also `X-Run-Id`.",
+    )
 
 
 # --- output -------------------------------------------------------------------------------

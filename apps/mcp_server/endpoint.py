@@ -17,7 +17,8 @@ from typing import Any
 
 import anyio
 from asgiref.sync import async_to_sync
-from django.http import HttpRequest, HttpResponse
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -26,6 +27,7 @@ from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.www_authenticate import build_bearer_challenge
 
 from apps.common.errors import Unauthorized
+from apps.mcp_server.oauth import TOOL_SCOPES
 from apps.mcp_server.resource_tokens import service_audience
 from apps.mcp_server.server import McpCall, current_call, mcp
 from apps.mcp_server.services import resource_token_exchange
@@ -36,8 +38,8 @@ logger = logging.getLogger(__name__)
 # the public session manager, whose `app` each request's own manager reuses.
 mcp.streamable_http_app(stateless_http=True, json_response=True)
 _LOWLEVEL_SERVER = mcp.session_manager.app
-# Host and Origin are Django's to check (ALLOWED_HOSTS); a bearer token is never ambient, so a
-# cross-site page cannot use one it does not have.
+# Host is Django's to check (ALLOWED_HOSTS) and Origin ours (`_origin_allowed`), before the
+# transport sees the request.
 _TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 _MAX_BODY_BYTES = 1024 * 1024
 # No exchange holds a worker longer than this, whatever a client asks for.
@@ -50,14 +52,40 @@ def protected_resource_metadata_url(request: HttpRequest) -> str:
 
 def _challenge(request: HttpRequest, error: dict | None = None) -> HttpResponse:
     response = HttpResponse(status=401)
+    # `scope`: what the tools need (MCP authorization, scope selection), so a client asks for
+    # those rather than for every permission the metadata could list.
     response["WWW-Authenticate"] = build_bearer_challenge(
-        request, error, resource_metadata_url=protected_resource_metadata_url(request)
+        request,
+        {**(error or {}), "scope": " ".join(TOOL_SCOPES)},
+        resource_metadata_url=protected_resource_metadata_url(request),
     )
     return response
 
 
+def _origin_allowed(request: HttpRequest) -> bool:
+    """The MCP transport's DNS-rebinding defence: an Origin, when sent, must be this service's
+    own or one of MCP_ALLOWED_ORIGINS. Desktop clients send none."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    own = f"{request.scheme}://{request.get_host()}"
+    return origin.lower().rstrip("/") in {
+        own.lower(),
+        *map(str.lower, settings.MCP_ALLOWED_ORIGINS),
+    }
+
+
 @csrf_exempt
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    if not _origin_allowed(request):
+        return JsonResponse(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32000, "message": "Forbidden: this Origin may not call /mcp."},
+            },
+            status=403,
+        )
     # A personal session never authenticates an Agent (contract 5.1.3): only the bearer does.
     valid, oauth_request = get_oauthlib_core().verify_request(request, scopes=[])
     if not valid or oauth_request is None:

@@ -48,3 +48,14 @@ class ConnectedApplication(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class SpentAuthorizationCode(models.Model):
+    """An authorization code already exchanged, kept (by its hash) so that a replay of it can
+    revoke the tokens it was exchanged for (RFC 6749 4.1.2). The toolkit deletes the code
+    itself at the exchange."""
+
+    code_checksum = models.CharField(primary_key=True, max_length=64)
+    application = models.ForeignKey(Application, on_delete=models.CASCADE, related_name="+")
+    token_family = models.UUIDField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)

@@ -1,26 +1,42 @@
 """Console pages of the MCP server: the OAuth consent page and the Connected applications list."""
 
 import re
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
+from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.http import OAuth2ResponseRedirect
 from oauth2_provider.models import get_application_model
+from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
+from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from apps.api.scopes import OWNER_SCOPES
 from apps.common.errors import ServiceError
 from apps.common.security import content_security_policy
+from apps.mcp_server.authorization import oauth_parameter_problem
 from apps.mcp_server.forms import ConsentForm
-from apps.mcp_server.oauth import DEFAULT_SCOPES, GRANTABLE_SCOPES, agent_scope
+from apps.mcp_server.oauth import (
+    AGENT_SCOPE_PREFIX,
+    GRANTABLE_SCOPES,
+    TOOL_SCOPES,
+    agent_scope,
+    redirect_uri_problem,
+)
 from apps.mcp_server.selectors import (
     connected_app_get,
     connected_app_list,
 )
-from apps.mcp_server.services import connected_app_grant, connected_app_revoke
+from apps.mcp_server.services import (
+    connected_app_grant,
+    connected_app_grant_check,
+    connected_app_revoke,
+)
 from apps.workspaces.console import ConsoleRequest, console_view
 from apps.workspaces.models import Agent
 from apps.workspaces.selectors import agent_list_for_user, owned_workspace_ids
@@ -39,10 +55,74 @@ class ConsentView(AuthorizationView):
         """The Agents the member may connect: the active ones of their workspaces."""
         return list(agent_list_for_user(user=self.request.user))
 
+    def dispatch(self, request, *args, **kwargs):
+        # A NUL or an absurd length in a parameter (or a tampered hidden field) would reach the
+        # toolkit's queries and fail in the database.
+        problem = oauth_parameter_problem(request)
+        if problem:
+            return HttpResponse(
+                f"invalid_request: {problem}", status=400, content_type="text/plain"
+            )
+        return super().dispatch(request, *args, **kwargs)
+
+    def get(self, request, *args, **kwargs):
+        # Refused before the page is shown: an `agent:` scope (the member picks the Agent here)
+        # and any PKCE method but S256 (OAuth 2.1; a missing method means `plain`).
+        requested = request.GET.get("scope", "").split()
+        if any(scope.startswith(AGENT_SCOPE_PREFIX) for scope in requested):
+            return self._refuse(
+                request,
+                oauth_errors.InvalidScopeError,
+                "The Agent is chosen on the consent page; do not ask for an agent: scope.",
+            )
+        if request.GET.get("code_challenge_method") != "S256":
+            return self._refuse(
+                request,
+                oauth_errors.InvalidRequestError,
+                'PKCE is required with code_challenge_method "S256".',
+            )
+        return super().get(request, *args, **kwargs)
+
+    def _refuse(self, request, error_class, description: str) -> HttpResponse:
+        """The toolkit's own checks first (client, redirect URI: errors there are shown, never
+        redirected), then this refusal as an error redirect to the client."""
+        try:
+            _scopes, credentials = self.validate_authorization_request(request)
+        except OAuthToolkitError as error:
+            return self.error_response(error, application=None)
+        application = (
+            get_application_model().objects.filter(client_id=credentials["client_id"]).first()
+        )
+        refusal = OAuthToolkitError(
+            error=error_class(description=description, state=credentials.get("state")),
+            redirect_uri=credentials["redirect_uri"],
+        )
+        return self.error_response(refusal, application)
+
+    def redirect(self, redirect_to, application):
+        """Every redirect to the client, errors included, carries `iss` (RFC 9207; the toolkit
+        adds it to successful ones only), and may use any redirect URI our registration rules
+        accept (RFC 8252 private-use schemes too)."""
+        parts = urlsplit(redirect_to)
+        query = parse_qs(parts.query, keep_blank_values=True)
+        if "error" in query and "iss" not in query:
+            issuer = oauth2_settings.oauth2_authorization_server_issuer(self.request)
+            extra = urlencode({"iss": issuer})
+            redirect_to = urlunsplit(
+                parts._replace(query=f"{parts.query}&{extra}" if parts.query else extra)
+            )
+        base = urlunsplit(parts._replace(query=""))
+        allowed = [parts.scheme] if redirect_uri_problem(base) is None else []
+        return OAuth2ResponseRedirect(redirect_to, allowed)
+
     def get_initial(self):
         initial = super().get_initial()
-        requested = [scope for scope in initial["scope"].split() if scope in GRANTABLE_SCOPES]
-        initial["granted_scopes"] = requested or DEFAULT_SCOPES
+        requested = initial["scope"].split()
+        # Pre-ticked: what the client asked for among what the tools need (all of those when it
+        # named none). The member may tick more, or fewer.
+        initial["granted_scopes"] = [scope for scope in TOOL_SCOPES if scope in requested] or (
+            [] if requested else list(TOOL_SCOPES)
+        )
         agents = self.agents
         current = self.request.session.get("console_agent_id")
         if agents:
@@ -89,18 +169,33 @@ class ConsentView(AuthorizationView):
             form.add_error(None, "This application is no longer registered.")
             return self.form_invalid(form)
         scopes = list(form.cleaned_data["granted_scopes"])
+        grant = {
+            "user": self.request.user,
+            "agent_id": form.cleaned_data["agent_id"],
+            "scopes": scopes,
+        }
         try:
-            connection = connected_app_grant(
-                user=self.request.user,
-                application=application,
-                agent_id=form.cleaned_data["agent_id"],
-                scopes=scopes,
-            )
+            agent = connected_app_grant_check(**grant)
         except ServiceError as exc:
             form.add_error(None, exc.message)
             return self.form_invalid(form)
-        form.cleaned_data["scope"] = " ".join([*scopes, agent_scope(connection.agent_id)])
-        return super().form_valid(form)
+        form.cleaned_data["scope"] = " ".join([*scopes, agent_scope(agent.pk)])
+        # The grant and the authorization code commit together or not at all: when the toolkit
+        # refuses the request (a PKCE method, a tampered field) nothing is granted and an
+        # earlier grant of this client keeps working. (Replacing that grant deletes its codes,
+        # so the grant comes first and the new code after.)
+        try:
+            with transaction.atomic():
+                connected_app_grant(application=application, **grant)
+                response = super().form_valid(form)
+                if not _issued_a_code(response):
+                    raise _Refused(response)
+        except _Refused as refused:
+            return refused.response
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+            return self.form_invalid(form)
+        return response
 
     def render_to_response(self, context, **response_kwargs):
         response = super().render_to_response(context, **response_kwargs)
@@ -111,6 +206,18 @@ class ConsentView(AuthorizationView):
             form_targets=[origin] if origin else []
         )
         return response
+
+
+class _Refused(Exception):
+    def __init__(self, response: HttpResponse) -> None:
+        self.response = response
+
+
+def _issued_a_code(response: HttpResponse) -> bool:
+    if response.status_code != 302:
+        return False
+    query = parse_qs(urlsplit(response["Location"]).query)
+    return "code" in query and "error" not in query
 
 
 def _form_value(form) -> str:

@@ -12,7 +12,9 @@ from typing import Any, Literal
 from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
+from apps.common import metrics
 from apps.mcp_server.rest import RestResult, v1_call
 
 
@@ -27,7 +29,23 @@ class McpCall:
 
 current_call: ContextVar[McpCall] = ContextVar("mcp_current_call")
 
-mcp = MCPServer(
+
+class CountedMCPServer(MCPServer):
+    """Counts every tool call by tool and outcome (the metric mcp_tool_calls)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        tool = name if self._tool_manager.get_tool(name) is not None else "unknown"
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except Exception:
+            metrics.MCP_TOOL_CALLS.labels(tool, "error").inc()
+            raise
+        outcome = "error" if getattr(result, "is_error", False) else "ok"
+        metrics.MCP_TOOL_CALLS.labels(tool, outcome).inc()
+        return result
+
+
+mcp = CountedMCPServer(
     # Nothing is pushed to clients (stateless HTTP), so no long-lived subscriptions/listen.
     subscriptions=False,
     name="agent-console",
@@ -70,15 +88,20 @@ async def _call(
     raise ToolError(result.error_message)
 
 
+# Every tool only reads the Agent's data, inside this service (MCP tool annotations).
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
 def _page(limit: int, after: str | None) -> dict[str, Any]:
     return {"limit": limit, "after": after}
 
 
 @mcp.tool(
+    annotations=READ_ONLY,
     description="Search the Agent's knowledge by meaning and keywords: passages with their full "
     "text, heading path and document name, each with a relevance score in [0, 1]. An empty "
     "list means the knowledge does not answer the question; lower min_score (0 to 1, default "
-    "the calibrated threshold) to see weaker matches. Needs knowledge:read."
+    "the calibrated threshold) to see weaker matches. Needs knowledge:read.",
 )
 async def search_knowledge(
     query: str,
@@ -92,14 +115,18 @@ async def search_knowledge(
     return await _call("knowledge:read", "POST", "knowledge/search", body=body)
 
 
-@mcp.tool(description="List the Agent's knowledge documents, newest first. Needs knowledge:read.")
+@mcp.tool(
+    annotations=READ_ONLY,
+    description="List the Agent's knowledge documents, newest first. Needs knowledge:read.",
+)
 async def list_documents(limit: int = 20, after: str | None = None) -> dict[str, Any]:
     return await _call("knowledge:read", "GET", "knowledge", query=_page(limit, after))
 
 
 @mcp.tool(
+    annotations=READ_ONLY,
     description="Read a knowledge document: its details and its extracted markdown. "
-    "Needs knowledge:read."
+    "Needs knowledge:read.",
 )
 async def read_document(document_id: str) -> dict[str, Any]:
     document = await _call("knowledge:read", "GET", f"knowledge/{document_id}")
@@ -108,8 +135,9 @@ async def read_document(document_id: str) -> dict[str, Any]:
 
 
 @mcp.tool(
+    annotations=READ_ONLY,
     description="List the Agent's conversations, most recently updated first; filter by "
-    "user_id or status. Needs conversations:read."
+    "user_id or status. Needs conversations:read.",
 )
 async def list_conversations(
     limit: int = 20,
@@ -122,8 +150,9 @@ async def list_conversations(
 
 
 @mcp.tool(
+    annotations=READ_ONLY,
     description="Read one conversation and its messages (oldest first, up to `limit`). "
-    "Needs conversations:read."
+    "Needs conversations:read.",
 )
 async def read_conversation(conversation_id: str, limit: int = 100) -> dict[str, Any]:
     conversation = await _call("conversations:read", "GET", f"conversations/{conversation_id}")
@@ -137,8 +166,9 @@ async def read_conversation(conversation_id: str, limit: int = 100) -> dict[str,
 
 
 @mcp.tool(
+    annotations=READ_ONLY,
     description="List the Agent's model runs, newest first; filter by conversation_id, "
-    "user_id, status, model_id or error_code. Needs runs:read."
+    "user_id, status, model_id or error_code. Needs runs:read.",
 )
 async def list_runs(
     limit: int = 20,
@@ -161,15 +191,17 @@ async def list_runs(
 
 
 @mcp.tool(
-    description="Read one model run: status, tokens, credits, latency, tools. Needs runs:read."
+    annotations=READ_ONLY,
+    description="Read one model run: status, tokens, credits, latency, tools. Needs runs:read.",
 )
 async def read_run(run_id: str) -> dict[str, Any]:
     return await _call("runs:read", "GET", f"runs/{run_id}")
 
 
 @mcp.tool(
+    annotations=READ_ONLY,
     description="The Agent's usage and credits over a period (`from`/`to` as YYYY-MM-DD, "
-    "default this month). Needs usage:read."
+    "default this month). Needs usage:read.",
 )
 async def usage(from_date: str | None = None, to_date: str | None = None) -> dict[str, Any]:
     agent_id = current_call.get().agent_id

@@ -20,11 +20,9 @@ from apps.workspaces.services import api_key_create, api_key_grant_check, api_ke
 LAST_USED_GRANULARITY = timedelta(minutes=1)
 
 
-def connected_app_grant(
-    *, user, application: Application, agent_id: str, scopes: list[str]
-) -> ConnectedApplication:
-    """Record a member's consent: `application` may act on the Agent with `scopes`. A live
-    grant of the same member, client and Agent is replaced (its tokens stop working)."""
+def connected_app_grant_check(*, user, agent_id: str, scopes: list[str]) -> Agent:
+    """The Agent a member may grant `scopes` on, or the ServiceError saying why not. Writes
+    nothing: the consent page checks this before the authorization response is made."""
     agent = agent_list_for_user(user=user).filter(pk=agent_id).first()
     if agent is None:
         raise NotFound("Choose one of your workspaces' active Agents.")
@@ -34,6 +32,15 @@ def connected_app_grant(
     if not scopes:
         raise BadRequest("Choose at least one permission.")
     api_key_grant_check(workspace_id=agent.workspace_id, user=user, scopes=scopes)
+    return agent
+
+
+def connected_app_grant(
+    *, user, application: Application, agent_id: str, scopes: list[str]
+) -> ConnectedApplication:
+    """Record a member's consent: `application` may act on the Agent with `scopes`. A live
+    grant of the same member, client and Agent is replaced (its tokens stop working)."""
+    agent = connected_app_grant_check(user=user, agent_id=agent_id, scopes=scopes)
     with transaction.atomic():
         previous = ConnectedApplication.objects.filter(
             user=user, application=application, agent=agent, revoked_at__isnull=True

@@ -9,18 +9,25 @@ from django.urls import path
 from oauth2_provider import views as oauth_views
 
 from apps.mcp_server import pages
+from apps.mcp_server.authorization import (
+    CheckedRevokeTokenView,
+    ClientManagementView,
+    ClientRegistrationView,
+    RateLimitedTokenView,
+)
 from apps.mcp_server.endpoint import mcp_endpoint
-from apps.mcp_server.oauth import GRANTABLE_SCOPES
+from apps.mcp_server.oauth import TOOL_SCOPES
 
 app_name = "mcp_server"
 
 
 class McpResourceMetadataView(oauth_views.OAuthProtectedResourceMetadataView):
     """RFC 9728 metadata of `/mcp` (the path-component form); `resource` and the
-    authorization server come from the request, as the toolkit derives them."""
+    authorization server come from the request, as the toolkit derives them. Its scopes are
+    what the tools need: a client that follows the MCP specification asks for these."""
 
     def get_scopes_supported(self):
-        return sorted(GRANTABLE_SCOPES)
+        return list(TOOL_SCOPES)
 
 
 urlpatterns = [
@@ -45,14 +52,12 @@ oauth_urlpatterns = [
         name="oauth-server-metadata",
     ),
     path("oauth/authorize/", pages.ConsentView.as_view(), name="authorize"),
-    path("oauth/token/", oauth_views.TokenView.as_view(), name="token"),
-    path("oauth/revoke_token/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
-    path(
-        "oauth/register/", oauth_views.DynamicClientRegistrationView.as_view(), name="dcr-register"
-    ),
+    path("oauth/token/", RateLimitedTokenView.as_view(), name="token"),
+    path("oauth/revoke_token/", CheckedRevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/register/", ClientRegistrationView.as_view(), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",
-        oauth_views.DynamicClientRegistrationManagementView.as_view(),
+        ClientManagementView.as_view(),
         name="dcr-register-management",
     ),
 ]

@@ -127,6 +127,13 @@ def check_auth_headers(headers: dict[str, str] | None) -> dict[str, str]:
                 f"auth_headers: the value of {name} must be at most {MAX_HEADER_VALUE_LENGTH} "
                 "characters with no line breaks or control characters."
             )
+        if not value.isascii():
+            # An HTTP client sends header values as ASCII; discovery would fail later with a
+            # misleading "not a valid MCP tool listing".
+            raise BadRequest(
+                f"auth_headers: the value of {name} must be ASCII (a token or key as issued); "
+                "it holds other characters."
+            )
         checked[name] = value.strip()
     return checked
 

@@ -10,10 +10,11 @@ The event carries the threshold in the contract's shape (apps.usage.rendering), 
 send): a listener reads this module only, never usage's models or services.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+
+from apps.common.events import Announcement
 
 
 @dataclass(frozen=True)
@@ -24,20 +25,10 @@ class ThresholdAnnounced:
     at: datetime
 
 
-ThresholdListener = Callable[[ThresholdAnnounced], None]
-_threshold_listeners: list[ThresholdListener] = []
-
-
-def on_threshold_reached(listener: ThresholdListener) -> ThresholdListener:
-    """Register `listener` (usable as a decorator); registering it twice keeps one."""
-    if listener not in _threshold_listeners:
-        _threshold_listeners.append(listener)
-    return listener
-
-
-def announce_threshold_reached(event: ThresholdAnnounced) -> None:
-    for listener in _threshold_listeners:
-        listener(event)
+threshold_reached: Announcement[ThresholdAnnounced] = Announcement()
+# The names listeners and the threshold service use.
+on_threshold_reached = threshold_reached.listen
+announce_threshold_reached = threshold_reached.announce
 
 
 def threshold_example(*, workspace_id: str, now: datetime) -> dict:

@@ -11,8 +11,8 @@ from rest_framework import serializers
 
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.serializers import list_envelope
-from apps.api.views import json_response
-from apps.common.errors import BadRequest
+from apps.api.views import json_response, require_no_body_fields
+from apps.common.errors import BadRequest, Conflict
 from apps.common.keyset import Keyset
 from apps.common.time import iso
 from apps.workspaces import selectors, services
@@ -176,6 +176,7 @@ class AgentManagementViewSet(WorkspaceAgentsViewSet):
         responses={200: AgentOut},
     )
     def archive(self, request, agent_id: str):
+        require_no_body_fields(request)
         agent = services.agent_archive(
             workspace_id=self.agent.workspace_id, agent_id=self.target.pk, acting_key=self.key
         )
@@ -190,6 +191,7 @@ class AgentManagementViewSet(WorkspaceAgentsViewSet):
         responses={200: AgentOut},
     )
     def restore(self, request, agent_id: str):
+        require_no_body_fields(request)
         agent = services.agent_restore(
             workspace_id=self.agent.workspace_id, agent_id=self.target.pk
         )
@@ -232,6 +234,7 @@ class AgentRevisionViewSet(WorkspaceAgentsViewSet):
         responses={200: AgentOut},
     )
     def restore(self, request, agent_id: str, revision_id: str):
+        require_no_body_fields(request)
         agent = services.agent_revision_restore(
             workspace_id=self.agent.workspace_id,
             agent_id=self.target.pk,
@@ -325,12 +328,19 @@ class ApiKeyViewSet(AgentViewSet):
     @extend_schema(
         summary="Revoke an integration key (extension)",
         description="Revokes a key of the Agent at once; keys it created keep working. An "
-        "already revoked key is 409." + _SCOPE_NOTE,
+        "already revoked key is 409, and so is the calling key itself (a key never locks itself "
+        "out, as with archiving its own Agent)." + _SCOPE_NOTE,
         parameters=ID_PARAMETER,
         request=None,
         responses={200: ApiKeyOut},
     )
     def revoke(self, request, id: str, agent_id: str | None = None):
+        require_no_body_fields(request)
+        if id == self.credential.key.pk:
+            # The same rule as archiving a key's own Agent: a key never locks itself out.
+            raise Conflict(
+                "A key cannot revoke itself: use another key with api_keys:create, or the console."
+            )
         key = api_key_revoke(agent=self.agent, key_id=id, by_user=self.credential.key.created_by)
         return json_response(api_key_to_dict(key))
 

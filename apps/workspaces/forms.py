@@ -6,6 +6,9 @@ from django.utils import timezone
 from apps.api.scopes import ALL_SCOPES, CONTRACT_SCOPES
 from apps.workspaces.models import Agent, Effort
 
+# The furthest expiry date the console accepts; past it, choose Never.
+MAX_EXPIRY_DAYS = 36500
+
 # The console's expiry choices: a lifetime in days, or a date chosen by the person.
 EXPIRY_CHOICES = [
     ("never", "Never"),
@@ -44,6 +47,10 @@ class ApiKeyCreateForm(forms.Form):
         day = data.get("expires_on")
         if day is None:
             self.add_error("expires_on", "Choose the date the key stops working.")
+            return None
+        if day > (now + timedelta(days=MAX_EXPIRY_DAYS)).date():
+            # (The day after 9999-12-31 does not exist: it was a 500.)
+            self.add_error("expires_on", "Choose a date within the next 100 years, or Never.")
             return None
         # A key "expiring on" a date works through that whole day (UTC).
         expires_at = datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)

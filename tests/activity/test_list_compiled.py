@@ -69,6 +69,8 @@ def activity(agent, other_agent):
                 created_at=_at(n // 3, n % 2),
                 first_chunk_at=None if n % 5 == 0 else _at(n, 999_999),
                 tool_names=["search", 'fetch "ü"'] if n % 2 else [],
+                failed_tool_names=['fetch "ü"'] if n % 4 == 1 else [],
+                document_ids=["kdoc_1"] if n % 3 == 0 else [],
             )
         for n in range(7):
             message_factory(
@@ -175,6 +177,9 @@ def test_api_filters_answer_what_the_orm_path_answers(make_api, agent, activity)
         "source": "preview",
         "model_id": "m2",
         "error_code": "E1",
+        "tool_name": 'fetch "ü"',
+        "failed_tool": 'fetch "ü"',
+        "document_id": "kdoc_1",
         "external_id": "ada",
         "created_after": "2026-03-01T12:00:01.000001Z",
         "created_before": "2026-03-01T12:00:04Z",

@@ -115,13 +115,11 @@ def html_page(title: str, *paragraphs: str) -> str:
 def start_knowledge_worker(media_root) -> object:
     """A real `celery worker` on this test process's queue that shares our media folder and
     may fetch pages from 127.0.0.1 (only through the test-only setting)."""
-    from config.celery import app
     from tests.workers import WorkerProcess
 
+    # Both of this process's queues; tasks the worker itself sends (knowledge.embed after an
+    # ingestion) stay on them (tests.workers.worker_environment).
     return WorkerProcess(
-        queues=app.conf.task_default_queue,
-        # Tasks the worker itself sends (knowledge.embed after an ingestion) stay on this queue.
-        CELERY_TASK_DEFAULT_QUEUE=app.conf.task_default_queue,
         MEDIA_ROOT=str(media_root),
         NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1",
     ).start()

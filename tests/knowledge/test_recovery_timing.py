@@ -3,9 +3,9 @@ clock travel): a worker SIGKILLed mid-task, a task that outlives its lease, a do
 while the broker is down.
 
 Each test runs its own redis-server as the broker (tests/redis_server.py), so it can stop it and
-so the sweeper's tasks (queued by the worker itself, on the default queue) stay private. The
-intervals are shortened through the same settings production reads: a 4 s claim lease and a
-1 s sweep here, against 30 s and 15 s by default (figures in docs/performance.md).
+so the sweeper's tasks (which beat queues) stay private. The intervals are shortened through the
+same settings production reads: a 4 s claim lease and a 1 s sweep here, against 30 s and 15 s by
+default (figures in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -55,13 +55,8 @@ def processes(broker, media_root, tmp_path):
     }
     started: list = []
 
-    from config.celery import app
-
-    # This test process queues on its own queue name; the worker's sweeps on the default one.
-    queues = f"celery,{app.conf.task_default_queue}"
-
     def worker(concurrency: int = 1, name: str = "celery") -> WorkerProcess:
-        process = WorkerProcess(queues=queues, concurrency=concurrency, name=name, **env).start()
+        process = WorkerProcess(concurrency=concurrency, name=name, **env).start()
         started.append(process)
         return process
 

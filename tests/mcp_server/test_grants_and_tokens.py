@@ -311,9 +311,19 @@ def test_discovery_documents_describe_the_flow_mcp_clients_use():
 
     challenge = mcp_post(None, "tools/list")
     assert challenge.status_code == 401
+    # The challenge names what the tools need (MCP scope selection), and so does the
+    # resource's metadata: a client that follows the specification asks for those.
     assert challenge["WWW-Authenticate"] == (
-        'Bearer resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp"'
+        'Bearer scope="conversations:read knowledge:read runs:read usage:read",'
+        'resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp"'
     )
+    assert resource["scopes_supported"] == [
+        "conversations:read",
+        "knowledge:read",
+        "runs:read",
+        "usage:read",
+    ]
+    assert "none" in server["token_endpoint_auth_methods_supported"]
 
 
 def test_no_request_can_hold_a_worker_open(grant_for, owner, agent):

@@ -114,6 +114,8 @@ def test_duplicate_url_for_the_agent_is_conflict(tools_api):
         ({"url": PUBLIC_URL, "auth_headers": {"Host": "evil.example"}}, "auth_headers"),
         ({"url": PUBLIC_URL, "auth_headers": {"Bad Name": "x"}}, "auth_headers"),
         ({"url": PUBLIC_URL, "auth_headers": {"X-A": "line\r\nInjected: 1"}}, "auth_headers"),
+        # Not ASCII: accepted before (201), then discovery failed with a misleading message.
+        ({"url": PUBLIC_URL, "auth_headers": {"Authorization": "Bearer tökén"}}, "auth_headers"),
         ({"url": PUBLIC_URL, "name": ""}, "name"),
         ({"name": "no url"}, "url"),
     ],

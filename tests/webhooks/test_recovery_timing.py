@@ -48,7 +48,6 @@ def test_worker_sigkilled_mid_send_settles_within_lease_and_one_retry(
     agent, httpserver, settings, broker, tmp_path
 ):
     from apps.activity.services import run_record
-    from config.celery import app
 
     settings.NETGUARD_ALLOW_LOOPBACK = True
     env = {
@@ -58,7 +57,6 @@ def test_worker_sigkilled_mid_send_settles_within_lease_and_one_retry(
         "WEBHOOK_READ_TIMEOUT": str(READ_TIMEOUT),
         "WEBHOOK_DISPATCH_INTERVAL_SECONDS": str(DISPATCH_SECONDS),
     }
-    queues = f"celery,{app.conf.task_default_queue}"
     first_arrived, release = threading.Event(), threading.Event()
     calls = []
 
@@ -71,7 +69,7 @@ def test_worker_sigkilled_mid_send_settles_within_lease_and_one_retry(
 
     httpserver.expect_request("/hook").respond_with_handler(handler)
     webhook_factory(agent=agent, url=httpserver.url_for("/hook"))
-    processes = [WorkerProcess(queues=queues, **env).start(), BeatProcess(tmp_path, **env).start()]
+    processes = [WorkerProcess(**env).start(), BeatProcess(tmp_path, **env).start()]
     try:
         run = run_factory(agent=agent, status="streaming", completed_at=None)
         with transaction.atomic():
@@ -81,7 +79,7 @@ def test_worker_sigkilled_mid_send_settles_within_lease_and_one_retry(
         processes[0].kill()  # SIGKILL mid-send: the attempt's result is never recorded
         killed_at = time.monotonic()
         release.set()
-        processes.append(WorkerProcess(queues=queues, **env).start())  # the replacement
+        processes.append(WorkerProcess(**env).start())  # the replacement
         delivery = wait_for(
             lambda: WebhookDelivery.objects.filter(run_id=run.id, status="succeeded").first(),
             timeout=60,

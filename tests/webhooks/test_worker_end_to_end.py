@@ -30,9 +30,7 @@ def loopback_worker(transactional_db, settings):
     if not settings.REDIS_URL:
         pytest.skip("a real worker needs Redis (REDIS_URL)")
     app.control.purge()
-    worker = WorkerProcess(
-        queues=app.conf.task_default_queue, NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1"
-    )
+    worker = WorkerProcess(NETGUARD_ALLOW_LOOPBACK_FOR_TESTS="1")
     yield worker
     worker.stop()
 

@@ -1,12 +1,12 @@
 """Large JSON as an outline, written without turning the file into Python objects.
 
 Parsing a 10 MB file into Python objects (orjson, the fastest at it) takes as long as the
-whole text pass-through, before a line is written. This writer never does: our C helper
-``console_native.compact_json`` drops the whitespace and decodes the escapes in one pass, then
-msgspec, in C, checks the syntax while it splits the compact text into its top-level members
-and their items as ``Raw`` byte slices; a long value is split further by ``split_json``
-(memoryview slices, the text not checked again), and the slices are joined into the markdown
-with one copy. Python touches one object per line written, not one per value
+whole text pass-through, before a line is written. This writer never does: msgspec, in C,
+checks the syntax and drops the whitespace (``msgspec.json.format``); a regex finds the runs
+of escapes, each distinct run decoded once (msgspec reads it as a JSON string); then msgspec
+splits the compact text into its top-level members and their items as ``Raw`` byte slices,
+and a long value further into its members the same way; the slices are joined into the
+markdown with one copy. Python touches one object per line written, not one per value
 (``benchmarks/json_extraction.py``, figures in docs/performance.md).
 
 The outline (docs/knowledge.md):
@@ -28,26 +28,28 @@ object members, where ``- **key**: `` is longer than ``"key":``), it is written 
 splits, then with members as ``"key":<JSON>`` lines: never bigger than the input, but for a
 backslash before each ``<`` that would open an HTML tag.
 
-Escapes: ``\\uXXXX`` escapes of visible characters and ``\\/`` are decoded (so "Zürich" that
-``json.dumps`` wrote as ``Z\\u00fcrich`` is found as Zürich, and a file escaped to ASCII gets
-the outline of the same file unescaped); escapes of quotes, backslashes, control characters
-and lone surrogates stay, so every line is still valid JSON (native/src/console_native/_json.c).
+Escapes: ``\\uXXXX`` escapes of visible characters (a surrogate pair: the character it
+encodes) and ``\\/`` are decoded, so "Zürich" that ``json.dumps`` wrote as ``Z\\u00fcrich``
+is found as Zürich, and a file escaped to ASCII gets the outline of the same file unescaped;
+escapes of quotes, backslashes and control characters (C0, DEL and C1) stay, so every line is
+still valid JSON and shows no control character.
 
 ``render_outline`` returns None for what msgspec will not read: another encoding, a BOM, NaN,
 lone surrogate escapes, floats past the double range at the top level, nesting deeper than
-Python's recursion limit, and invalid JSON; and for strings that are not UTF-8. The caller
-then takes the slow path, which reads those or says where the error is.
+its recursion limit, and invalid JSON (whitespace inside a number or a word too: ``[1 2]``
+is not ``[12]``); and for strings that are not UTF-8. The caller then takes the slow path,
+which reads those or says where the error is.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from itertools import chain, repeat
 from typing import Any
 
 import msgspec
-from console_native import compact_json, split_json
 from msgspec import Raw
 
 from .markdown import clean_text, escape_block_starts, escape_inline
@@ -61,18 +63,37 @@ LINE_LIMIT = 4000
 # it replaces, rounded up: splitting a value only pays when its members are bigger than this.
 _LINE_MARKUP = 12
 
-# A piece of the compact JSON: msgspec's Raw, or split_json's memoryview.
-_Piece = Raw | memoryview
 _Member = list[Raw] | dict[str, Raw] | str | int | float | bool | None
 # The top level in one pass: members that are arrays or objects come as lists or dicts of
 # Raw items (one more level), scalars as values; a top-level array's items as Raw.
 _TOP = msgspec.json.Decoder(dict[str, _Member] | list[Raw] | str | int | float | bool | None)
 _OBJECT = msgspec.json.Decoder(dict[str, Raw])
+_ARRAY = msgspec.json.Decoder(list[Raw])
+_STRING = msgspec.json.Decoder(str)
 _OBJECT_OPENER, _ARRAY_OPENER = ord("{"), ord("[")
 _NUMBER_STARTS = frozenset(b"-0123456789")
 # Paths deeper than this are no longer read (and Python's recursion stays far from its limit).
 _MAX_DEPTH = 16
 _ENCODE = msgspec.json.encode
+
+# The escapes of valid JSON text that may be decoded (outside strings there is no backslash):
+# a run of \uXXXX and \/ escapes, one after another (a surrogate pair is always within one
+# run); an escaped backslash is matched too, as a pair, so that the backslash after it starts
+# no escape. Every branch starts with the backslash, which the regex engine then looks for
+# at memchr speed (written as an alternation of two branches, it took 450 ms over 10 MB
+# escaped to ASCII where this takes 90, both on a loaded machine).
+# The whole match is the group, so that ``split`` gives text and escapes in turn.
+_ESCAPES = re.compile(
+    rb"""( \\ (?:
+        \\
+        | (?: u[0-9a-fA-F]{4} | / ) (?: \\ (?: u[0-9a-fA-F]{4} | / ) )*
+    ) )""",
+    re.VERBOSE,
+)
+# One character of such a run: a surrogate pair, another \uXXXX, or \/.
+_ESCAPED_CHARACTER = re.compile(rb"\\u[dD][89abAB]..\\u....|\\u....|\\/")
+# Characters whose escapes stay: quote, backslash, C0 controls, DEL and C1 controls.
+_STAYS_ESCAPED = re.compile(r'["\\\x00-\x1f\x7f-\x9f]')
 
 # What clean_text rewrites, as it can appear in compact UTF-8 JSON: C1 controls (C2 80-9F)
 # and presentation forms (EF AC-BB); C0 controls cannot appear raw in valid JSON. Two
@@ -88,9 +109,9 @@ _NEWLINE = b"\n"
 
 def render_outline(data: bytes) -> bytes | str | None:
     """The outline of a JSON document (module docstring), ending with a newline unless
-    empty: UTF-8 bytes (valid: ``compact_json`` checked the strings' UTF-8, the rest is ours),
-    or text when it had to be cleaned or escaped, which works on text. None when msgspec
-    cannot read it or a string is not UTF-8."""
+    empty: UTF-8 bytes (``compact_json`` checked the strings, the rest is ours), or text when
+    it had to be cleaned or escaped, which works on text. None when msgspec cannot read it or
+    a string is not UTF-8."""
     compacted = compact_json(data)
     if compacted is None:
         return None
@@ -121,6 +142,51 @@ def render_outline(data: bytes) -> bytes | str | None:
     if html:
         text = escape_inline(text)
     return text
+
+
+def compact_json(data: bytes) -> tuple[bytes, int] | None:
+    """The JSON without whitespace between its tokens, the escapes of visible characters
+    decoded (module docstring), and the number of whitespace bytes dropped; None when msgspec
+    finds it invalid or a string is not UTF-8."""
+    try:
+        compact = msgspec.json.format(data, indent=-1)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    dropped = len(data) - len(compact)
+    # msgspec copies the bytes of strings unchecked; escapes are decoded to valid UTF-8 below.
+    if not compact.isascii():
+        try:
+            compact.decode()
+        except UnicodeDecodeError:
+            return None
+    # A one-byte search first: memchr.
+    if b"\\" in compact:
+        parts = _ESCAPES.split(compact)  # text, escapes, text, escapes, ..., text
+        # The same words come back in every record: each run is decoded once, and the
+        # cache's hits run in C, where a call into Python per run took 60 % of an escaped
+        # file's outline. A cache per document: nothing of it stays in the worker.
+        decoded = functools.lru_cache(maxsize=4096)(_decoded_escapes)
+        parts[1::2] = map(decoded, parts[1::2])
+        compact = b"".join(parts)
+    return compact, dropped
+
+
+def _decoded_escapes(escapes: bytes) -> bytes:
+    """A run of escapes as UTF-8, but for those that stay escaped; an escaped backslash as
+    it is."""
+    if escapes == b"\\\\":
+        return escapes
+    # JSON's own reading: surrogate pairs joined, "\\/" a solidus (msgspec's format has
+    # refused lone surrogates already).
+    text = _STRING.decode(b'"' + escapes + b'"')
+    if _STAYS_ESCAPED.search(text) is None:
+        return text.encode()
+    # Each character of the text is one escape of the run: those that stay are kept as
+    # they were written.
+    return b"".join(
+        escape if _STAYS_ESCAPED.match(character) else character.encode()
+        for escape, character in zip(_ESCAPED_CHARACTER.findall(escapes), text, strict=True)
+    )
 
 
 class _Outline:
@@ -171,7 +237,7 @@ class _Outline:
             scalar = escape_block_starts(_scalar(value))
             out.append(f"{scalar}\n".encode() if scalar else b"")
 
-    def items(self, items: Sequence[_Piece], path: str, depth: int = 0) -> None:
+    def items(self, items: list[Raw], path: str, depth: int = 0) -> None:
         """One line per item of an array, a long item split by its members.
 
         At the top of a section (``path`` empty) an item is its compact JSON; deeper, it is
@@ -193,7 +259,7 @@ class _Outline:
                 if len(item) <= LINE_LIMIT or not self.split(item, f"[{index}]", depth):
                     out += (item, _NEWLINE)
 
-    def members(self, members: Mapping[str, _Piece], path: str, depth: int = 0) -> None:
+    def members(self, members: dict[str, Raw], path: str, depth: int = 0) -> None:
         """``- **path**: <JSON>`` per member of an object, a long one split by its members."""
         out = self.out
         if self.quoted:
@@ -201,7 +267,7 @@ class _Outline:
                 out += (_ENCODE(key), b":", member, _NEWLINE)
             return
         head = f"- **{path}." if path else "- **"
-        pairs: Iterable[tuple[str, _Piece]] = members.items()
+        pairs: Iterable[tuple[str, Raw]] = members.items()
         if not all(map(str.isprintable, members)):
             # A list, not a dict: two keys may read the same once cleaned; both are kept.
             pairs = [(_text(key), member) for key, member in pairs]
@@ -215,7 +281,7 @@ class _Outline:
             ):
                 out += ((head + key + "**: ").encode(), member, _NEWLINE)
 
-    def split(self, raw: _Piece, path: str, depth: int = 0) -> bool:
+    def split(self, raw: Raw, path: str, depth: int = 0) -> bool:
         """Write a long object's or array's members as lines of their own when that is worth
         its cost in bytes (the paths) and the budget allows it.
 
@@ -227,21 +293,17 @@ class _Outline:
         if depth >= _MAX_DEPTH:
             return False
         view = memoryview(raw)  # bytes are read where they are, nothing is copied
-        if view[0] == _ARRAY_OPENER:
+        if view[0] == _OBJECT_OPENER:
+            children: dict[str, Raw] | list[Raw] = _OBJECT.decode(raw)
+        elif view[0] == _ARRAY_OPENER:
             first = 1
             while first < len(view) and view[first] == _ARRAY_OPENER:
                 first += 1
             if first < len(view) and view[first] in _NUMBER_STARTS:
                 return False
-        elif view[0] != _OBJECT_OPENER:
+            children = _ARRAY.decode(raw)
+        else:
             return False
-        # The text is valid JSON (msgspec read all of it at the top), so it is split in C
-        # without being checked again: the tree's splits took 14 ms in msgspec, 5 this way.
-        # msgspec still decodes the keys of an object that has escaped ones.
-        pieces = split_json(raw)
-        children: Mapping[str, _Piece] | Sequence[_Piece] = (
-            _OBJECT.decode(raw) if pieces is None else pieces
-        )
         # What the lines add: each repeats the path and its markup where the JSON had a key
         # and a comma (an index line a little more: the index).
         extra = len(children) * (len(path) + _LINE_MARKUP)
@@ -249,7 +311,7 @@ class _Outline:
         if extra > len(raw) or extra > self.budget:
             return False
         self.budget -= extra
-        if isinstance(children, Mapping):
+        if isinstance(children, dict):
             self.members(children, path, depth + 1)
         else:
             self.items(children, path, depth + 1)

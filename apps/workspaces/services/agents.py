@@ -8,6 +8,7 @@ from django.utils import timezone
 from apps.common.errors import Conflict, NotFound
 from apps.workspaces import configuration
 from apps.workspaces.models import Agent, AgentRevision, ApiKey, Workspace
+from apps.workspaces.services.key_cache import bury_agent_keys
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ def agent_archive(*, workspace_id: str, agent_id: str, acting_key: ApiKey | None
         agent.updated_at = now
         # save() (not update()) so the post_save hook drops the Agent's keys from the cache.
         agent.save(update_fields=["status", "archived_at", "updated_at"])
+        bury_agent_keys(agent)
     return agent
 
 

@@ -1,5 +1,6 @@
 """The API key cache that authentication reads, and the writes that must keep it coherent: the
-revocation that deletes a cached key before it commits, and the `last_used_at` touch."""
+revocation that tombstones a cached key before and after it commits, and the `last_used_at`
+touch."""
 
 import logging
 import pickle
@@ -17,6 +18,7 @@ from apps.api.throttling import (
     key_record_delete,
     key_record_hit,
     key_record_put,
+    key_record_tombstone,
     key_records_enabled,
 )
 from apps.common.errors import ServiceUnavailable
@@ -32,9 +34,13 @@ def api_key_revoke_now(key: ApiKey, *, then: Callable[[], None] | None = None) -
     next; `then` runs inside the same transaction (a connected application also deletes its
     OAuth tokens there). Who may revoke is the caller's check.
 
-    The cached copy of the key is deleted before the revocation commits. If Redis cannot delete
-    it (paused, failing over, unreachable) the change is rolled back and ServiceUnavailable says
-    so: a cached copy would otherwise keep the key working for up to a minute.
+    The cached copy of the key is replaced by a tombstone before the revocation commits, and
+    again once it has. A request that read the still-active row before the commit (or waited
+    on its lock to record `last_used_at`) may try to cache it afterwards: the tombstone refuses
+    that write, so no cache brings a revoked key back. If Redis cannot take the tombstone
+    (paused, failing over, unreachable) the change is rolled back and ServiceUnavailable says
+    so. Browser tokens and resource tokens find their minting or grant key through the same
+    cache, so they die with it.
     """
     with transaction.atomic():
         # Conditional update: two revocations racing leave one revoked_at.
@@ -42,7 +48,7 @@ def api_key_revoke_now(key: ApiKey, *, then: Callable[[], None] | None = None) -
         if then is not None:
             then()
         try:
-            _drop_cached_key(key.lookup_id)
+            _bury_cached_key(key.lookup_id, seconds=REVOKED_TOMBSTONE_SECONDS)
         except Exception as exc:
             logger.warning("revocation of %s undone: key cache unavailable (%r)", key.pk, exc)
             raise ServiceUnavailable(
@@ -50,9 +56,6 @@ def api_key_revoke_now(key: ApiKey, *, then: Callable[[], None] | None = None) -
                 "works. Try again in a few seconds.",
                 retry_after=KEY_REVOKE_RETRY_AFTER,
             ) from None
-    # Once more after commit, best effort: a request that read the row just before the update
-    # may have put the active version back meanwhile.
-    _forget_cached_key(key.lookup_id)
     key.refresh_from_db(fields=["revoked_at"])
 
 
@@ -64,6 +67,10 @@ def api_key_revoke_now(key: ApiKey, *, then: Callable[[], None] | None = None) -
 # revocation made by another process.
 KEY_CACHE_SECONDS = 60
 KEY_REVOKE_RETRY_AFTER = 5
+# How long a revoked key's tombstone keeps its place in the cache: far longer than any request
+# can take between reading the row and writing the cache (a revocation is final anyway; the
+# key's requests then read the database and get 401).
+REVOKED_TOMBSTONE_SECONDS = 24 * 3600
 
 
 def _key_cache_name(lookup_id: str) -> str:
@@ -90,21 +97,33 @@ def _remember_key(key: ApiKey) -> None:
         logger.warning("API key cache unavailable", exc_info=True)
 
 
-def _drop_cached_key(lookup_id: str) -> None:
-    """Delete the cached copy now; raises KeyStoreUnavailable when Redis cannot."""
-    if key_records_enabled():
-        key_record_delete(_key_cache_name(lookup_id))
+def _bury_cached_key(lookup_id: str, *, seconds: int) -> None:
+    """Tombstone the cached copy now (raises KeyStoreUnavailable when Redis cannot) and once
+    more after the surrounding transaction commits (best effort): a late cache write of the row
+    as it was before the change cannot land in between or after."""
+    if not key_records_enabled():
+        return
+    key_record_tombstone(_key_cache_name(lookup_id), seconds=seconds)
+
+    def again() -> None:
+        try:
+            key_record_tombstone(_key_cache_name(lookup_id), seconds=seconds)
+        except KeyStoreUnavailable:
+            logger.error("could not tombstone a cached API key after commit", exc_info=True)
+
+    transaction.on_commit(again)
 
 
 def _forget_cached_key(lookup_id: str) -> None:
     """Best effort, now and after commit, for changes that are not refused when Redis fails
-    (saves and deletes of keys and Agents through the signals below)."""
+    (saves and deletes of keys and Agents through the signals below). A delete, not a
+    tombstone: an Agent's configuration change must not keep its keys out of the cache."""
     if not key_records_enabled():
         return
 
     def forget() -> None:
         try:
-            _drop_cached_key(lookup_id)
+            key_record_delete(_key_cache_name(lookup_id))
         except KeyStoreUnavailable:
             logger.error("could not drop a cached API key", exc_info=True)
 
@@ -112,12 +131,27 @@ def _forget_cached_key(lookup_id: str) -> None:
     transaction.on_commit(forget)
 
 
-def api_key_cache_forget(sender, instance: ApiKey, **kwargs) -> None:
-    _forget_cached_key(instance.lookup_id)
-
-
-def api_key_cache_forget_for_agent(sender, instance: Agent, **kwargs) -> None:
+def bury_agent_keys(agent: Agent) -> None:
+    """Archiving stops an Agent's keys like a revocation: tombstones (for as long as a cache
+    entry lives), so a request in flight cannot cache a key with its Agent still active."""
     if not key_records_enabled():
+        return
+    for lookup_id in ApiKey.objects.filter(agent_id=agent.pk).values_list("lookup_id", flat=True):
+        try:
+            _bury_cached_key(lookup_id, seconds=KEY_CACHE_SECONDS)
+        except KeyStoreUnavailable:
+            logger.error("could not tombstone a cached API key", exc_info=True)
+
+
+def api_key_cache_forget(sender, instance: ApiKey, created: bool = False, **kwargs) -> None:
+    if not created:  # a new key was never cached
+        _forget_cached_key(instance.lookup_id)
+
+
+def api_key_cache_forget_for_agent(
+    sender, instance: Agent, created: bool = False, **kwargs
+) -> None:
+    if created or not key_records_enabled():
         return
     for lookup_id in ApiKey.objects.filter(agent_id=instance.pk).values_list(
         "lookup_id", flat=True
@@ -165,6 +199,11 @@ def _touch_last_used(key: ApiKey) -> None:
     if key.last_used_at is not None and now - key.last_used_at < LAST_USED_GRANULARITY:
         return
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_GRANULARITY)
-    ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+    # Not for a key revoked meanwhile (this update may have waited on the revocation's lock):
+    # then the copy in hand is stale and is not cached again (the tombstone would refuse it).
+    touched = ApiKey.objects.filter(stale, pk=key.pk, revoked_at__isnull=True).update(
+        last_used_at=now
+    )
     key.last_used_at = now
-    _remember_key(key)
+    if touched:
+        _remember_key(key)

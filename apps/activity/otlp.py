@@ -1,0 +1,540 @@
+"""OpenTelemetry traces (OTLP/HTTP) to activity: decoding and mapping, no database access.
+
+The wire format is the official `opentelemetry-proto` package's: binary protobuf is parsed as an
+`ExportTraceServiceRequest`; OTLP/JSON (ids in hex, as the OTLP specification says) is walked
+down to each span, whose ids are turned into protobuf's base64 so the same package parses it. A
+span is decoded on its own: a bad span is rejected with a reason and never takes the other spans
+of its request with it (partial success).
+
+Each span becomes a `SpanData`, a JSON-able dict (it is what a span waiting for its parent
+stores), then `step_fields` maps it onto a step of a run with the GenAI semantic conventions
+(`gen_ai.*`) and the Vercel AI SDK's telemetry (`ai.*`); attributes it does not map are kept.
+"""
+
+import base64
+import binascii
+import gzip
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from apps.common.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+# A string attribute longer than this is cut before anything else looks at it (the step's own
+# bounds, apps.activity.bounds, are smaller, so the cut value is still marked truncated there).
+MAX_DECODED_STRING = 64 * 1024
+MAX_SPANS_PER_REQUEST = 10_000
+_MAX_ANY_VALUE_DEPTH = 16
+
+SpanData = dict[str, Any]
+
+
+@dataclass
+class Decoded:
+    spans: list[SpanData]
+    rejected: int
+    errors: list[str]
+
+    def reject(self, message: str) -> None:
+        self.rejected += 1
+        if len(self.errors) < 5:
+            self.errors.append(message)
+
+
+# --- The request body --------------------------------------------------------------------------
+
+
+def content_kind(content_type: str | None) -> str:
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type in (PROTOBUF, JSON):
+        return media_type
+    raise UnsupportedMediaType(
+        f"Send OTLP traces as {PROTOBUF} or {JSON}; got {media_type or 'no Content-Type'!r}."
+    )
+
+
+def body_inflate(body: bytes, *, encoding: str | None, limit: int) -> bytes:
+    """The body, gunzipped when `Content-Encoding: gzip`, never larger than `limit` bytes."""
+    encoding = (encoding or "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding != "gzip":
+        raise UnsupportedMediaType(f"Content-Encoding must be gzip or identity; got {encoding!r}.")
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error:
+        raise BadRequest("The body is not valid gzip.") from None
+    if len(data) > limit:
+        raise PayloadTooLarge(f"The decompressed body is larger than {limit} bytes.")
+    if not inflater.eof:
+        raise BadRequest("The gzip body is truncated.")
+    return data
+
+
+def request_decode(body: bytes, *, kind: str) -> Decoded:
+    """Every span of an OTLP traces request, each decoded on its own."""
+    decoded = Decoded(spans=[], rejected=0, errors=[])
+    if kind == PROTOBUF:
+        request = ExportTraceServiceRequest()
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, RuntimeError, ValueError):
+            raise BadRequest(
+                "Malformed protobuf: the body is not an OTLP ExportTraceServiceRequest."
+            ) from None
+        for resource_spans in request.resource_spans:
+            resource = _attributes(resource_spans.resource.attributes)
+            for scope_spans in resource_spans.scope_spans:
+                scope = scope_spans.scope.name
+                for index, span in enumerate(scope_spans.spans):
+                    _add(decoded, span, resource=resource, scope=scope, where=f"span {index}")
+        return decoded
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Malformed JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise BadRequest("The body must be a JSON object with resourceSpans.")
+    for resource_spans in _items(document, "resourceSpans", "resource_spans"):
+        resource = {}
+        raw_resource = resource_spans.get("resource")
+        if isinstance(raw_resource, dict):
+            message = Resource()
+            try:
+                json_format.ParseDict(raw_resource, message, ignore_unknown_fields=True)
+            except (json_format.ParseError, ValueError, TypeError) as exc:
+                raise BadRequest(f"resourceSpans[].resource: {_short(exc)}") from None
+            resource = _attributes(message.attributes)
+        for scope_spans in _items(resource_spans, "scopeSpans", "scope_spans"):
+            scope = scope_spans.get("scope")
+            scope_name = scope.get("name", "") if isinstance(scope, dict) else ""
+            for index, raw_span in enumerate(_items(scope_spans, "spans", "spans", strict=False)):
+                where = f"span {index}"
+                if not isinstance(raw_span, dict):
+                    decoded.reject(f"{where}: must be a JSON object.")
+                    continue
+                span = Span()
+                try:
+                    json_format.ParseDict(
+                        _ids_as_base64(raw_span), span, ignore_unknown_fields=True
+                    )
+                except (json_format.ParseError, ValueError, TypeError, binascii.Error) as exc:
+                    decoded.reject(f"{where}: {_short(exc)}")
+                    continue
+                _add(decoded, span, resource=resource, scope=str(scope_name), where=where)
+    return decoded
+
+
+def response_body(*, kind: str, rejected: int, message: str) -> tuple[bytes, str]:
+    """ExportTraceServiceResponse in the request's encoding; partial_success only when spans
+    were rejected (the specification's full success is an empty response)."""
+    response = ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    if kind == PROTOBUF:
+        return response.SerializeToString(), PROTOBUF
+    return orjson.dumps(json_format.MessageToDict(response)), JSON
+
+
+def gzip_compress(data: bytes) -> bytes:
+    return gzip.compress(data)
+
+
+# --- One span ------------------------------------------------------------------------------------
+
+
+def _items(container: dict, camel: str, snake: str, *, strict: bool = True) -> list:
+    value = container.get(camel, container.get(snake, []))
+    if not isinstance(value, list):
+        raise BadRequest(f"{camel} must be an array.")
+    return [item for item in value if isinstance(item, dict)] if strict else value
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+
+
+def _hex_to_base64(value: Any, name: str) -> Any:
+    if not isinstance(value, str) or value == "":
+        return value
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raise ValueError(f"{name} must be hex; got {value[:40]!r}.") from None
+    return base64.b64encode(raw).decode()
+
+
+def _ids_as_base64(span: dict) -> dict:
+    """OTLP/JSON writes ids in hex; protobuf's JSON mapping reads bytes as base64."""
+    span = dict(span)
+    for camel, snake in (("traceId", "trace_id"), ("spanId", "span_id"),
+                         ("parentSpanId", "parent_span_id")):  # fmt: skip
+        for name in (camel, snake):
+            if name in span:
+                span[name] = _hex_to_base64(span[name], camel)
+    links = span.get("links")
+    if isinstance(links, list):
+        span["links"] = [
+            {**link, **{key: _hex_to_base64(link[key], key) for key in ("traceId", "spanId")
+                        if key in link}}
+            if isinstance(link, dict) else link
+            for link in links
+        ]  # fmt: skip
+    return span
+
+
+def _value(value: AnyValue, depth: int = 0) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "string_value":
+        text = value.string_value
+        return text if len(text) <= MAX_DECODED_STRING else text[:MAX_DECODED_STRING]
+    if kind == "bytes_value":
+        return value.bytes_value[: MAX_DECODED_STRING // 2].hex()
+    if kind in ("bool_value", "int_value", "double_value"):
+        return getattr(value, kind)
+    if depth >= _MAX_ANY_VALUE_DEPTH:
+        return "…"
+    if kind == "array_value":
+        return [_value(item, depth + 1) for item in value.array_value.values[:1000]]
+    return {item.key: _value(item.value, depth + 1) for item in value.kvlist_value.values[:1000]}
+
+
+def _attributes(attributes) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in attributes:
+        value = _value(item.value)
+        if isinstance(value, str) and "\x00" in value:
+            value = value.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
+        out[item.key.replace("\x00", "")] = value
+    return out
+
+
+def _time(nanos: int) -> str | None:
+    return str(nanos) if nanos else None
+
+
+def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str) -> None:
+    if len(decoded.spans) >= MAX_SPANS_PER_REQUEST:
+        decoded.reject(
+            f"{where}: more than {MAX_SPANS_PER_REQUEST} spans in one request; the rest are "
+            "not recorded (lower OTEL_BSP_MAX_EXPORT_BATCH_SIZE)."
+        )
+        return
+    trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+    if len(trace_id) != 16 or not any(trace_id):
+        decoded.reject(f"{where}: traceId must be 16 bytes, not all zero.")
+        return
+    if len(span_id) != 8 or not any(span_id):
+        decoded.reject(f"{where}: spanId must be 8 bytes, not all zero.")
+        return
+    if parent and (len(parent) != 8 or not any(parent)):
+        decoded.reject(f"{where}: parentSpanId must be empty or 8 bytes, not all zero.")
+        return
+    if parent == span_id:
+        decoded.reject(f"{where}: span {span_id.hex()} names itself as its parent.")
+        return
+    if not span.start_time_unix_nano:
+        decoded.reject(f"{where}: startTimeUnixNano is required.")
+        return
+    if span.end_time_unix_nano and span.end_time_unix_nano < span.start_time_unix_nano:
+        decoded.reject(f"{where}: span {span_id.hex()} ends before it starts.")
+        return
+    try:
+        _datetime(str(span.start_time_unix_nano))
+        _datetime(_time(span.end_time_unix_nano))
+    except (OverflowError, ValueError, OSError):
+        decoded.reject(f"{where}: span {span_id.hex()} has a time out of range.")
+        return
+    events = []
+    for event in span.events[:100]:
+        events.append(
+            {"name": event.name, "time": _time(event.time_unix_nano),
+             "attributes": _attributes(event.attributes)}
+        )  # fmt: skip
+    decoded.spans.append(
+        {
+            "trace_id": trace_id.hex(),
+            "span_id": span_id.hex(),
+            "parent_span_id": parent.hex() if parent else None,
+            "name": span.name.replace("\x00", "")[:255] or "span",
+            "start": str(span.start_time_unix_nano),
+            "end": _time(span.end_time_unix_nano),
+            "status": span.status.code,
+            "status_message": span.status.message.replace("\x00", ""),
+            "attributes": _attributes(span.attributes),
+            "events": events,
+            "resource": {
+                key: value
+                for key, value in resource.items()
+                if key
+                in (
+                    "service.name",
+                    "telemetry.sdk.name",
+                    "telemetry.sdk.language",
+                    "telemetry.sdk.version",
+                )
+            },  # fmt: skip
+            "scope": scope.replace("\x00", "")[:255],
+        }
+    )
+
+
+def _datetime(nanos: str | None) -> datetime | None:
+    if nanos is None:
+        return None
+    value = int(nanos)
+    return datetime.fromtimestamp(value // 1_000_000_000, tz=UTC).replace(
+        microsecond=(value % 1_000_000_000) // 1000
+    )
+
+
+# --- Mapping onto activity -----------------------------------------------------------------------
+
+_AGENT_NAMES = ("ai.streamText", "ai.generateText", "ai.streamObject", "ai.generateObject")
+_MODEL_NAMES = tuple(f"{name}.do{verb}" for name in _AGENT_NAMES for verb in ("Stream", "Generate"))
+_MODEL_OPERATIONS = ("chat", "text_completion", "generate_content", "embeddings")
+
+
+def span_kind(span: SpanData) -> str:
+    attributes = span["attributes"]
+    operation = attributes.get("gen_ai.operation.name")
+    name = span["name"]
+    if operation == "execute_tool" or name == "ai.toolCall":
+        return "tool"
+    if operation in _MODEL_OPERATIONS or name in _MODEL_NAMES or name.startswith("ai.embed"):
+        return "model"
+    if operation in ("invoke_agent", "create_agent") or name in _AGENT_NAMES:
+        return "agent"
+    if operation == "retrieval" or "gen_ai.retrieval.query.text" in attributes:
+        return "retrieval"
+    return "custom"
+
+
+def _json_or_text(value: Any) -> Any:
+    """AI SDK and GenAI attributes carry JSON as strings; keep text that is not JSON as is."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, float) and value >= 0 and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return float(value)
+
+
+def _first(attributes: dict, used: set[str], *names: str) -> Any:
+    for name in names:
+        if attributes.get(name) is not None:
+            used.update(names)
+            return attributes[name]
+    return None
+
+
+def metadata(span: SpanData, *names: str) -> str | None:
+    """A telemetry metadata value (`ai.telemetry.metadata.<name>`) or attribute, as text."""
+    attributes = span["attributes"]
+    for name in names:
+        value = attributes.get(name)
+        if value is None:
+            value = attributes.get(f"ai.telemetry.metadata.{name}")
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+            return str(value)[:255]
+    return None
+
+
+def step_fields(span: SpanData) -> dict[str, Any]:
+    """The step record of one span (apps.activity.services.step_record's fields)."""
+    attributes = dict(span["attributes"])
+    used: set[str] = set()
+    kind = span_kind(span)
+    started = _datetime(span["start"])
+    ended = _datetime(span["end"])
+    failed = span["status"] == Status.STATUS_CODE_ERROR
+    fields: dict[str, Any] = {
+        "id": span["span_id"],
+        "parent_id": span["parent_span_id"],
+        "trace_id": span["trace_id"],
+        "kind": kind,
+        "name": span["name"],
+        "status": "failed" if failed else ("completed" if ended else "running"),
+        "started_at": started,
+        "ended_at": ended,
+    }
+    error = None
+    for event in span["events"]:
+        if event["name"] == "exception":
+            error = event["attributes"].get("exception.message") or event["attributes"].get(
+                "exception.type"
+            )
+    if failed:
+        fields["error"] = span["status_message"] or (str(error) if error else "error")
+    if kind in ("model", "agent"):
+        fields["model_id"] = _first(
+            attributes, used, "gen_ai.response.model", "gen_ai.request.model",
+            "ai.response.model", "ai.model.id",
+        )  # fmt: skip
+        if fields["model_id"] is not None:
+            fields["model_id"] = str(fields["model_id"])[:255]
+        fields["input"] = _json_or_text(
+            _first(attributes, used, "gen_ai.input.messages", "ai.prompt.messages", "ai.prompt")
+        )
+        output = _first(
+            attributes, used, "gen_ai.output.messages", "ai.response.text", "ai.response.object"
+        )
+        tool_calls = _first(attributes, used, "ai.response.toolCalls")
+        if output is None and tool_calls is not None:
+            output = tool_calls
+        fields["output"] = _json_or_text(output)
+        finish = _first(
+            attributes, used, "gen_ai.response.finish_reasons", "ai.response.finishReason"
+        )
+        if isinstance(finish, list):
+            finish = finish[0] if finish else None
+        fields["finish_reason"] = str(finish)[:64] if finish is not None else None
+    if kind == "model":
+        for field, names in (
+            ("input_tokens", ("gen_ai.usage.input_tokens", "ai.usage.inputTokens",
+                              "gen_ai.usage.prompt_tokens", "ai.usage.promptTokens")),
+            ("output_tokens", ("gen_ai.usage.output_tokens", "ai.usage.outputTokens",
+                               "gen_ai.usage.completion_tokens", "ai.usage.completionTokens")),
+            ("total_tokens", ("gen_ai.usage.total_tokens", "ai.usage.totalTokens")),
+            ("cache_read_tokens", ("gen_ai.usage.cache_read.input_tokens",
+                                   "gen_ai.usage.cache_read_input_tokens",
+                                   "ai.usage.cachedInputTokens")),
+            ("cache_write_tokens", ("gen_ai.usage.cache_creation.input_tokens",
+                                    "gen_ai.usage.cache_creation_input_tokens")),
+        ):  # fmt: skip
+            fields[field] = _int(_first(attributes, used, *names))
+        if fields["total_tokens"] is None and fields["input_tokens"] is not None:
+            fields["total_tokens"] = fields["input_tokens"] + (fields["output_tokens"] or 0)
+        first_chunk = _number(
+            _first(
+                attributes,
+                used,
+                "ai.response.msToFirstChunk",
+                "gen_ai.response.time_to_first_chunk",
+            )
+        )
+        fields["first_token_ms"] = first_chunk
+        fields["credits_charged"] = _number(_first(attributes, used, "credits_charged"))
+    elif kind == "tool":
+        name = _first(attributes, used, "gen_ai.tool.name", "ai.toolCall.name")
+        fields["tool_name"] = str(name)[:255] if name is not None else None
+        server = _first(attributes, used, "mcp.server.name", "gen_ai.tool.mcp_server")
+        fields["mcp_server"] = str(server)[:255] if server is not None else None
+        fields["input"] = _json_or_text(
+            _first(attributes, used, "gen_ai.tool.call.arguments", "ai.toolCall.args")
+        )
+        fields["output"] = _json_or_text(
+            _first(attributes, used, "gen_ai.tool.call.result", "ai.toolCall.result")
+        )
+        used.update(("gen_ai.tool.call.id", "ai.toolCall.id", "gen_ai.operation.name"))
+    elif kind == "retrieval":
+        query = _first(attributes, used, "gen_ai.retrieval.query.text", "db.query.text")
+        fields["query"] = str(query) if query is not None else None
+        documents = _json_or_text(_first(attributes, used, "gen_ai.retrieval.documents"))
+        if isinstance(documents, list):
+            fields["documents"] = [_document(item) for item in documents[:100]]
+    if failed and error and "error" not in fields:
+        fields["error"] = str(error)
+    used.add("gen_ai.operation.name")
+    kept = {key: value for key, value in attributes.items() if key not in used}
+    if span["events"]:
+        kept["otel.events"] = span["events"][:20]
+    if span["resource"].get("service.name"):
+        kept["service.name"] = span["resource"]["service.name"]
+    fields["attributes"] = kept
+    if fields.get("error"):
+        fields["error"] = str(fields["error"])
+    return {key: value for key, value in fields.items() if value is not None or key in (
+        "parent_id", "ended_at")}  # fmt: skip
+
+
+def _document(item: Any) -> dict:
+    if not isinstance(item, dict):
+        return {"passage": str(item)}
+    score = _number(item.get("score"))
+    return {
+        "document_id": _text(item.get("id") or item.get("document_id")),
+        "title": _text(item.get("title")),
+        "url": _text(item.get("url")),
+        "passage": _text(item.get("content") or item.get("passage") or item.get("text")),
+        "score": score,
+    }
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value is not None else None
+
+
+def messages_of(span: SpanData) -> tuple[str | None, str | None]:
+    """(the last user text the agent span was asked, the text it answered), when it says."""
+    attributes = span["attributes"]
+    prompt = _json_or_text(
+        attributes.get("gen_ai.input.messages")
+        or attributes.get("ai.prompt")
+        or attributes.get("ai.prompt.messages")
+    )
+    question = None
+    if isinstance(prompt, dict):
+        if isinstance(prompt.get("prompt"), str):
+            question = prompt["prompt"]
+        prompt = prompt.get("messages", [])
+    if isinstance(prompt, list):
+        for message in prompt:
+            if isinstance(message, dict) and message.get("role") == "user":
+                question = _message_text(message) or question
+    answer = attributes.get("ai.response.text")
+    output = _json_or_text(attributes.get("gen_ai.output.messages"))
+    if answer is None and isinstance(output, list):
+        texts = [_message_text(message) for message in output if isinstance(message, dict)]
+        answer = "\n".join(text for text in texts if text) or None
+    return question, answer if isinstance(answer, str) else None
+
+
+def _message_text(message: dict) -> str | None:
+    content = message.get("content", message.get("parts"))
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            part.get("text") or part.get("content")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        return "\n".join(text for text in texts if isinstance(text, str)) or None
+    return None

@@ -1,0 +1,413 @@
+"""Recording OpenTelemetry spans as runs and steps (POST /v1/otlp/v1/traces).
+
+A trace is a run: the run's id is the trace id, its root span (no parent) creates it, and
+every span of the trace is a step (the root too) whose id is the span id. The run takes its
+conversation from `gen_ai.conversation.id` (or the AI SDK's telemetry metadata
+`conversationId`/`chatId`), its end user from `userId`/`user.id`, its model and token totals
+from its model steps (apps.activity.services, "run totals follow model steps").
+
+Exporters send a span when it ends, so a child usually arrives before its parent: a span whose
+parent (or whose trace's run) is not known yet is kept in `PendingSpan` and placed when the
+spans above it arrive. Writes are set-based: one upsert of every step of a request, one of
+every waiting span, whatever their number.
+
+A span that cannot be placed for a reason of its own (its id recorded in another trace, a parent
+in another trace, a cycle of parents) is rejected alone and counted (OTLP partial success);
+a trace whose run cannot be recorded rejects that trace's spans only.
+"""
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection, models, transaction
+from django.utils import timezone
+
+from apps.activity import otlp
+from apps.activity.models import Conversation, EndUser, PendingSpan, Run, RunStep
+from apps.activity.services import (
+    Batch,
+    conversation_record,
+    end_user_record,
+    message_record,
+    run_record,
+    runs_reconcile,
+    step_bounded,
+)
+from apps.common.errors import BadRequest
+from apps.workspaces.models import Agent
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$")
+_STEP_UPDATE_FIELDS = [
+    "run_id", "parent_id", "trace_id", "kind", "name", "status", "error", "started_at",
+    "ended_at", "duration_ms", "input", "output", "model_id", "input_tokens", "output_tokens",
+    "total_tokens", "cache_read_tokens", "cache_write_tokens", "credits_charged",
+    "first_token_ms", "finish_reason", "tool_name", "mcp_server", "query", "documents",
+    "attributes", "truncated", "updated_at",
+]  # fmt: skip
+
+
+@dataclass
+class SpansResult:
+    recorded: int = 0
+    waiting: int = 0
+    rejected: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def reject(self, count: int, message: str) -> None:
+        self.rejected += count
+        if len(self.errors) < 5:
+            self.errors.append(message)
+
+    @property
+    def message(self) -> str:
+        return " ".join(self.errors)
+
+
+def spans_record(*, agent: Agent, spans: list[otlp.SpanData]) -> SpansResult:
+    """Record decoded spans for the Agent: place what can be placed, keep the rest waiting."""
+    result = SpansResult()
+    with transaction.atomic():
+        _spans_record(agent, spans, result)
+    return result
+
+
+def _locks_take(agent: Agent, names: set[str]) -> None:
+    """Serialise requests touching the same traces (or end user, or conversation) until they
+    commit: a child and its parent sent at once (exporters send each span as it ends) must not
+    both miss the other, and two traces must not both create one conversation."""
+    if connection.vendor != "postgresql" or not names:
+        return
+    keys = sorted(f"{agent.pk}:{name}" for name in names)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(key, 25)) "
+            "FROM unnest(%s::text[]) AS key ORDER BY key",
+            [keys],
+        )
+
+
+def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult) -> None:
+    incoming = {span["span_id"]: span for span in spans}  # a repeated span: the last one counts
+    trace_ids = {span["trace_id"] for span in incoming.values()}
+    _locks_take(agent, trace_ids)
+    pool: dict[str, otlp.SpanData] = {}
+    for row in PendingSpan.objects.filter(agent=agent, trace_id__in=trace_ids).values_list(
+        "span", flat=True
+    ):
+        pool[row["span_id"]] = row
+    orphans = _orphan_tool_calls_attach(agent, incoming, pool)
+    waiting_before = set(pool)
+    pool.update(incoming)
+    wanted = set(pool) | {
+        span["parent_span_id"] for span in pool.values() if span["parent_span_id"]
+    }
+    stored = {
+        step_id: (trace_id, run_id)
+        for step_id, trace_id, run_id in RunStep.objects.filter(
+            agent=agent, id__in=wanted
+        ).values_list("id", "trace_id", "run_id")
+    }
+
+    def drop(span_id: str, message: str) -> None:
+        if span_id in incoming:
+            result.reject(1, message)
+        pool.pop(span_id, None)
+
+    for span_id, span in list(pool.items()):
+        known = stored.get(span_id)
+        if known is not None and known[0] != span["trace_id"]:
+            drop(span_id, f"span {span_id}: its id is recorded in another trace.")
+            continue
+        parent_id = span["parent_span_id"]
+        parent = pool.get(parent_id) if parent_id else None
+        parent_trace = parent["trace_id"] if parent else stored.get(parent_id, (None,))[0]
+        if parent_id and parent_trace is not None and parent_trace != span["trace_id"]:
+            drop(span_id, f"span {span_id}: parent {parent_id} belongs to another trace.")
+    _drop_cycles(pool, drop)
+
+    # Which run each span belongs to: the trace's, once its chain reaches a root or a step.
+    placed: dict[str, str] = {}
+    for span_id in pool:
+        if span_id in orphans:
+            continue
+        chain = []
+        current: str | None = span_id
+        run_id = None
+        while current is not None and current not in placed:
+            if current in stored and current not in pool:
+                run_id = stored[current][1]
+                break
+            link = pool.get(current)
+            if link is None:
+                break
+            chain.append(current)
+            if link["parent_span_id"] is None:
+                run_id = link["trace_id"]
+                break
+            current = link["parent_span_id"]
+        else:
+            if current is not None:
+                run_id = placed[current]
+        if run_id is not None:
+            for member in chain:
+                placed[member] = run_id
+        # A chain that stops at an unknown parent waits; `placed` stays without its members.
+
+    roots = [
+        span
+        for span_id, span in pool.items()
+        if span_id in placed and span["parent_span_id"] is None
+    ]
+    failed_runs: set[str] = set()
+    for root in roots:
+        trace = [span for span_id, span in pool.items() if placed.get(span_id) == root["trace_id"]]
+        try:
+            with transaction.atomic():
+                _run_of_trace(agent, root, trace)
+        except BadRequest as exc:
+            failed_runs.add(root["trace_id"])
+            count = sum(1 for span in trace if span["span_id"] in incoming)
+            result.reject(count, f"trace {root['trace_id']}: {exc.message}")
+    run_ids = {run_id for run_id in placed.values() if run_id not in failed_runs}
+    existing_runs = set(
+        Run.objects.filter(agent=agent, id__in=run_ids).values_list("id", flat=True)
+    )
+    now = timezone.now()
+    steps = []
+    for span_id, run_id in placed.items():
+        if run_id not in existing_runs:
+            continue
+        fields = otlp.step_fields(pool[span_id])
+        fields, cut = step_bounded(fields)
+        step = RunStep(agent_id=agent.pk, run_id=run_id, created_at=now, updated_at=now,
+                       truncated=cut, **fields)  # fmt: skip
+        if step.ended_at is not None and step.duration_ms is None:
+            step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
+        steps.append(step)
+    RunStep.objects.bulk_create(
+        steps,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["agent", "id"],
+        update_fields=_STEP_UPDATE_FIELDS,
+    )
+    recorded = {step.id for step in steps}
+    result.recorded = len(recorded & set(incoming))
+    waiting = [
+        span for span_id, span in pool.items() if span_id not in recorded and span_id not in placed
+    ]
+    PendingSpan.objects.bulk_create(
+        [
+            PendingSpan(
+                agent_id=agent.pk,
+                trace_id=span["trace_id"],
+                span_id=span["span_id"],
+                parent_span_id=span["parent_span_id"],
+                span=span,
+                received_at=now,
+                conversation_id=orphans.get(span["span_id"]),
+            )
+            for span in waiting
+        ],  # fmt: skip
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["agent", "span_id"],
+        update_fields=["trace_id", "parent_span_id", "conversation_id", "span", "received_at"],
+    )
+    result.waiting = sum(1 for span in waiting if span["span_id"] in incoming)
+    gone = (waiting_before - {span["span_id"] for span in waiting}) | (set(incoming) - set(pool))
+    if gone:
+        PendingSpan.objects.filter(agent=agent, span_id__in=gone).delete()
+    touched = {step.run_id for step in steps}
+    if touched:
+        runs_reconcile(agent=agent, batch=Batch(stepped=touched))
+
+
+_CONVERSATION_KEYS = ("conversationId", "conversation_id", "chatId", "gen_ai.conversation.id")
+
+
+def _orphan_tool_calls_attach(
+    agent: Agent, incoming: dict[str, otlp.SpanData], pool: dict[str, otlp.SpanData]
+) -> dict[str, str]:
+    """Give the AI SDK's detached tool calls back to their run.
+
+    `streamText` runs a tool while its result stream is read, outside the span that asked for
+    it, so `ai.toolCall` arrives as the root of a trace of its own. Such a span, when it names
+    its conversation, belongs to the run of that conversation that was running when the tool
+    started: an agent root span of this request or a recorded run, or else the next such run
+    to arrive (it waits in PendingSpan with its conversation). It is re-parented under that
+    run's root, its own trace id kept as the `otel.trace_id` attribute.
+
+    Returns the orphans still waiting: span id -> conversation id. Adopted waiting orphans
+    are added to `pool`."""
+    roots = [
+        span
+        for span in incoming.values()
+        if span["parent_span_id"] is None and otlp.span_kind(span) == "agent"
+    ]
+    root_conversations = {otlp.metadata(root, *_CONVERSATION_KEYS) for root in roots} - {None}
+    orphans = [
+        span
+        for span in incoming.values()
+        if span["parent_span_id"] is None
+        and span["name"] == "ai.toolCall"
+        and otlp.metadata(span, *_CONVERSATION_KEYS) is not None
+    ]
+    conversations = root_conversations | {
+        otlp.metadata(span, *_CONVERSATION_KEYS) for span in orphans
+    }
+    _locks_take(agent, {f"orphans:{conversation}" for conversation in conversations})
+    if root_conversations:
+        for span in PendingSpan.objects.filter(
+            agent=agent, conversation_id__in=root_conversations
+        ).values_list("span", flat=True):
+            if span["span_id"] not in incoming:
+                orphans.append(span)
+                pool[span["span_id"]] = span
+    waiting: dict[str, str] = {}
+    for orphan in orphans:
+        conversation = otlp.metadata(orphan, *_CONVERSATION_KEYS)
+        assert conversation is not None
+        start = int(orphan["start"])
+        owner = None
+        for root in roots:
+            same = otlp.metadata(root, *_CONVERSATION_KEYS)
+            if same == conversation and int(root["start"]) <= start <= int(root["end"] or start):
+                owner = (root["trace_id"], root["span_id"])
+        if owner is None:
+            owner = _recorded_owner(agent, conversation, orphan)
+        if owner is None:
+            waiting[orphan["span_id"]] = conversation
+        elif owner[0] != orphan["trace_id"]:
+            orphan["attributes"]["otel.trace_id"] = orphan["trace_id"]
+            orphan["trace_id"], orphan["parent_span_id"] = owner
+    return waiting
+
+
+def _recorded_owner(agent: Agent, conversation: str, orphan: otlp.SpanData) -> tuple | None:
+    """(trace id, root span id) of the conversation's recorded run running at the orphan's
+    start, if any."""
+    at = otlp.step_fields(orphan)["started_at"]
+    run = (
+        Run.objects.filter(agent=agent, conversation_id=conversation, created_at__lte=at)
+        .filter(models.Q(completed_at__isnull=True) | models.Q(completed_at__gte=at))
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if run is None:
+        return None
+    root_step = (
+        RunStep.objects.filter(agent=agent, run_id=run, parent_id=None)
+        .order_by("started_at", "id")
+        .values_list("trace_id", "id")
+        .first()
+    )
+    return root_step if root_step is not None and root_step[0] else None
+
+
+def _drop_cycles(pool: dict[str, otlp.SpanData], drop) -> None:
+    """Reject the spans whose parents lead back to themselves (never placeable)."""
+    state: dict[str, int] = {}  # 1 = on the current walk, 2 = done
+    for start in list(pool):
+        walk: list[str] = []
+        current: str | None = start
+        while current is not None and current in pool and current not in state:
+            state[current] = 1
+            walk.append(current)
+            current = pool[current]["parent_span_id"]
+        if current is not None and state.get(current) == 1:
+            cycle = walk[walk.index(current) :]
+            for span_id in cycle:
+                drop(span_id, f"span {span_id}: its parents form a cycle.")
+        for span_id in walk:
+            state[span_id] = 2
+
+
+def _run_of_trace(agent: Agent, root: otlp.SpanData, trace: list[otlp.SpanData]) -> None:
+    """Record (or update) the trace's run, its conversation, end user and messages."""
+    agent_spans = [span for span in trace if otlp.span_kind(span) == "agent"]
+    ordered = [root, *sorted(agent_spans, key=lambda span: span["start"]), *trace]
+
+    def find(*names: str) -> str | None:
+        for span in ordered:
+            value = otlp.metadata(span, *names)
+            if value is not None:
+                return value
+        return None
+
+    trace_id = root["trace_id"]
+    head = agent_spans[0] if agent_spans else root
+    fields = otlp.step_fields(root)
+    started, ended = fields["started_at"], fields["ended_at"]
+    user_id = None
+    external_id = find("userId", "user_id", "user.id", "enduser.id")
+    conversation_id = find("gen_ai.conversation.id", "conversationId", "conversation_id", "chatId",
+                           "session.id")  # fmt: skip
+    if conversation_id is None or not _ID.match(conversation_id):
+        conversation_id = f"otel-{trace_id}"
+    _locks_take(agent, {f"user:{external_id}", f"conversation:{conversation_id}"})
+    if external_id is not None:
+        end_user_record(
+            agent=agent, data={"external_id": external_id, "last_seen_at": ended or started}
+        )
+        user_id = EndUser.objects.get(agent=agent, external_id=external_id).id
+    question, answer = otlp.messages_of(head)
+    status = {"failed": "failed", "completed": "completed"}.get(fields["status"], "streaming")
+    conversation = {"id": conversation_id, "status": status}
+    if not Conversation.objects.filter(agent=agent, id=conversation_id).exists():
+        conversation["created_at"] = started
+        if question:
+            conversation["title"] = question[:500]
+    if user_id is not None:
+        conversation["user_id"] = user_id
+    conversation_record(agent=agent, data=conversation)
+    resource = root["resource"]
+    sdk = "-".join(
+        str(resource[key])
+        for key in ("telemetry.sdk.name", "telemetry.sdk.version")
+        if resource.get(key)
+    )
+    run: dict[str, Any] = {
+        "id": trace_id,
+        "conversation_id": conversation_id,
+        "request_id": trace_id,
+        "sdk_version": (sdk or root["scope"] or "otlp")[:64],
+        "created_at": started,
+    }
+    if user_id is not None:
+        run["user_id"] = user_id
+    existing = Run.objects.filter(agent=agent, id=trace_id).values_list("status", flat=True).first()
+    if existing is None or existing == "streaming":
+        run["status"] = status
+    if ended is not None:
+        run["completed_at"] = ended
+        run["total_turn_latency_ms"] = (ended - started).total_seconds() * 1000
+    if status == "failed":
+        run["error_code"] = (fields.get("error") or "error")[:255]
+    first_tokens = [
+        (otlp.step_fields(span)["started_at"], span["attributes"].get("ai.response.msToFirstChunk"))
+        for span in trace
+        if otlp.span_kind(span) == "model"
+    ]
+    first_tokens = [(start, ms) for start, ms in first_tokens if isinstance(ms, int | float)]
+    if first_tokens:
+        start, ms = min(first_tokens, key=lambda item: item[0])
+        run["first_chunk_at"] = start + timedelta(milliseconds=ms)
+    run_record(agent=agent, data=run, label=f"trace {trace_id}")
+    head_id = head["span_id"]
+    if question:
+        message_record(
+            agent=agent,
+            data={"id": f"{head_id}-in", "conversation_id": conversation_id, "role": "user",
+                  "parts": [{"type": "text", "text": question}], "created_at": started},
+        )  # fmt: skip
+    if answer:
+        message_record(
+            agent=agent,
+            data={"id": f"{head_id}-out", "conversation_id": conversation_id,
+                  "role": "assistant", "parts": [{"type": "text", "text": answer}],
+                  "run_id": trace_id, "created_at": ended or started},
+        )  # fmt: skip

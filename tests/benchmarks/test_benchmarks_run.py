@@ -1,0 +1,159 @@
+"""Every script of benchmarks/ runs to its end at a tiny size, so that none can rot unseen:
+`make bench` once failed on a renamed import while docs/performance.md still quoted its figures.
+
+Each script runs as docs/performance.md runs it, a process of its own, with the arguments
+below. Every database it is told of is one of its own on the run's PostgreSQL server, named
+after the run's test database and dropped afterwards; Redis is the run's (scripts that stop
+Redis start their own); corpus, media and broker folders are temporary. Never a development
+database. The tests run one after the other on one xdist worker: they share that database, and
+the first to migrate it spares the others.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.corpus import CORPUS_DIR as CORPUS
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+# A few small corpus files, one of each kind the scripts treat apart (benchmarks/extraction.py
+# reads the manifest; pdf_vs_markitdown.py the PDFs).
+SMALL_CORPUS = ("pdf/multilang.pdf", "txt/book-war-and-peace-1p.txt", "json/markitdown-test.json")
+
+# Each script with the arguments of its smallest run that still takes every path.
+SCRIPTS: dict[str, list[str]] = {
+    # More than a page of 100 Agents and of revisions: the deep cursor is walked.
+    "agent_revisions.py": ["--revisions", "150", "--agents", "120", "--requests", "1",
+                           "--repeats", "1"],
+    # Ours under gunicorn, the Python load loop standing in for wrk. The stock build's
+    # settings, URLs and cursor are run by api_request_cost.py and profile_request.py.
+    "api_lists.py": ["--runs", "300", "--rounds", "1", "--seconds", "1", "--warmup", "0",
+                     "--connections", "1", "--no-baseline"],
+    # Reads the runs api_lists.py filled: it comes after it.
+    "api_request_cost.py": ["--requests", "1", "--repeats", "1"],
+    "credential_verification.py": ["--rounds", "10"],
+    "extraction.py": ["--repeat", "1"],  # --corpus added below
+    # The service as production starts it, and one drill: the worker and Redis drills wait
+    # for recovery, minutes on a loaded machine (tests/knowledge/test_recovery_timing.py
+    # covers those paths).
+    "fault_drills.py": ["--database-outage", "1", "--settle-seconds", "1", "--drill",
+                        "database"],
+    "json_extraction.py": ["--megabytes", "0.05", "--repeat", "1"],
+    "json_extraction.py --ascii": ["--megabytes", "0.05", "--repeat", "1", "--ascii"],
+    "knowledge_search.py": ["--chunks", "60", "--runs", "1"],
+    "pdf_vs_markitdown.py": ["--repeats", "1"],
+    "profile_request.py": ["--requests", "2", "--runs", "300", "--page", "deep", "--build",
+                           "stock", "--top", "3"],
+    "tools_discovery.py": ["--tools", "3", "--runs", "1"],
+    "usage.py": ["--runs", "300", "--agents", "2", "--days", "3", "--requests", "1"],
+    "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
+}  # fmt: skip
+
+# Scripts whose smoke run lives beside their own tests.
+RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevance_benchmark.py"}
+
+pytestmark = [
+    pytest.mark.skipif(not settings.IS_POSTGRES, reason="the benchmarks run on PostgreSQL"),
+    pytest.mark.xdist_group("benchmarks"),
+]
+
+
+def test_every_script_of_benchmarks_has_a_run_here() -> None:
+    scripts = {
+        path.name
+        for path in BENCHMARKS.glob("*.py")
+        if 'if __name__ == "__main__":' in path.read_text()
+    }
+    assert scripts == {name.split()[0] for name in SCRIPTS} | RUN_ELSEWHERE.keys()
+    for script, test in RUN_ELSEWHERE.items():
+        assert script in test.read_text() and "smoke" in test.read_text()
+
+
+@pytest.fixture(scope="module")
+def bench_database(django_db_setup, django_db_blocker) -> Iterator[str]:
+    """A database of the benchmarks' own beside the run's test database, dropped after: a copy
+    of the test database, migrated already, when it exists and nothing holds it open (else the
+    scripts migrate it)."""
+    with django_db_blocker.unblock():
+        connection.close()
+    db = connection.settings_dict
+    test_name = db["TEST"].get("NAME") or f"test_{db['NAME']}"
+    server = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+    name = f"{test_name}_bench"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        try:
+            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{test_name}"')
+        except (psycopg.errors.ObjectInUse, psycopg.errors.InvalidCatalogName):
+            admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{server}/{name}"
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("corpus")
+    manifest = (CORPUS / "MANIFEST.tsv").read_text().splitlines()
+    rows = [manifest[0]] + [row for row in manifest[1:] if row.split("\t")[0] in SMALL_CORPUS]
+    assert len(rows) == len(SMALL_CORPUS) + 1
+    (folder / "MANIFEST.tsv").write_text("\n".join(rows) + "\n")
+    for relative in SMALL_CORPUS:
+        (folder / relative).parent.mkdir(exist_ok=True)
+        shutil.copyfile(CORPUS / relative, folder / relative)
+    return folder
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_runs_at_a_tiny_size(
+    script: str, bench_database: str, small_corpus: Path, tmp_path: Path
+) -> None:
+    arguments = list(SCRIPTS[script])
+    if script == "extraction.py":
+        arguments += ["--corpus", str(small_corpus)]
+    env = {
+        **os.environ,
+        # Every database a script may be pointed at: the benchmarks' own.
+        "DATABASE_URL": bench_database,
+        "BENCH_DATABASE_URL": bench_database,
+        "BENCH_USAGE_DATABASE_URL": bench_database,
+        "PROFILE_DATABASE_URL": bench_database,
+        "DRILL_DATABASE_URL": bench_database,
+        "MEMORY_DATABASE_URL": bench_database,
+        "REDIS_URL": settings.REDIS_URL,
+        "CORPUS_DIR": str(small_corpus),
+        "VAR_DIR": str(tmp_path / "var"),
+        "MEDIA_ROOT": str(tmp_path / "media"),
+        "TMPDIR": str(tmp_path),
+        # The fault drill's recovery at the real-worker tests' pace (tests/knowledge/
+        # test_recovery_timing.py), not production's 30 s lease.
+        "KNOWLEDGE_CLAIM_LEASE_SECONDS": "4",
+        "KNOWLEDGE_RECOVER_INTERVAL_SECONDS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("MARKITDOWN_PYTHON", None)
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script.split()[0]), *arguments],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, (
+        f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    )
+    assert result.stdout.strip(), f"{script} printed nothing"
