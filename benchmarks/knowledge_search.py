@@ -281,7 +281,8 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
     Text: 40-90 words drawn with a Zipf-like law from a 30,000-word vocabulary, plus the
     PLANTED words at their frequencies. Vectors: not computed by the model (a million would
     take hours on 2 cores): each chunk gets one of 256 real embeddings of synthetic texts plus
-    noise, normalised, which costs the search exactly what real vectors cost.
+    noise, normalised (one window), which costs the search what real vectors cost. With pgvector
+    the vector column is filled as well and the HNSW index built after the load (timed).
     """
     import numpy as np
     from django.db import connection
@@ -329,8 +330,25 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
         ).POSTGRES_FORWARD
         if statement.startswith("CREATE INDEX knowledge_chunk_search")
     )
+    # With pgvector the vector column is filled too and its HNSW index built after the COPY,
+    # so semantic search at a million is measured over a million vectors.
+    with_vectors = embeddings.pgvector_enabled()
+    vector_index = next(
+        statement
+        for statement in importlib.import_module(
+            "apps.knowledge.migrations.0003_hybrid_search"
+        ).PGVECTOR_FORWARD
+        if statement.startswith("CREATE INDEX knowledge_chunk_vector")
+    )
+    columns = (
+        "version_id, document_id, agent_id, heading_path, text, position, search_config, "
+        "is_searchable, embedding, embedding_bits, embedding_model"
+        + (", embedding_vector" if with_vectors else "")
+    )
+    key = embeddings.embedding_key()
     with connection.cursor() as cursor:
         cursor.execute("DROP INDEX IF EXISTS knowledge_chunk_search")
+        cursor.execute("DROP INDEX IF EXISTS knowledge_chunk_vector")
         for start in range(0, missing, batch):
             size = min(batch, missing - start)
             vectors = base[rng.integers(0, len(base), size=size)] + rng.normal(
@@ -342,31 +360,38 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
             lengths = rng.integers(40, 91, size=size)
             words = rng.choice(len(vocabulary), size=int(lengths.sum()), p=weights)
             offsets = np.concatenate([[0], np.cumsum(lengths)])
-            with cursor.cursor.copy(
-                "COPY knowledge_chunk (version_id, document_id, agent_id, heading_path, text, "
-                "position, search_config, is_searchable, embedding, embedding_bits) "
-                "FROM STDIN"
-            ) as copy:
+            with cursor.cursor.copy(f"COPY knowledge_chunk ({columns}) FROM STDIN") as copy:
                 for n in range(size):
-                    copy.write_row(
-                        (
-                            version.pk,
-                            filler.pk,
-                            agent.pk,
-                            json.dumps([f"Section {start + n}"]),
-                            text_of(words[offsets[n] : offsets[n + 1]]),
-                            start + n,
-                            "english",
-                            True,
-                            halves[n].tobytes(),
-                            bits[n].tobytes(),
-                        )
-                    )
+                    row = [
+                        version.pk,
+                        filler.pk,
+                        agent.pk,
+                        json.dumps([f"Section {start + n}"]),
+                        text_of(words[offsets[n] : offsets[n + 1]]),
+                        start + n,
+                        "english",
+                        True,
+                        halves[n].tobytes(),
+                        bits[n].tobytes(),
+                        key,
+                    ]
+                    if with_vectors:
+                        row.append(embeddings.vector_literal(vectors[n]))
+                    copy.write_row(row)
             print(f"  {start + size} / {missing} chunks", flush=True)
         index_started = time.perf_counter()
         cursor.execute("SET maintenance_work_mem = '512MB'")
         cursor.execute(search_index)
         print(f"  keyword index built in {time.perf_counter() - index_started:.1f} s", flush=True)
+        if with_vectors:
+            index_started = time.perf_counter()
+            cursor.execute("SET maintenance_work_mem = '2GB'")
+            cursor.execute(vector_index)
+            print(
+                f"  HNSW index of {missing} vectors built in "
+                f"{time.perf_counter() - index_started:.1f} s",
+                flush=True,
+            )
         KnowledgeDocument.objects.filter(pk=filler.pk).update(
             current_version=version, chunk_count=missing, embedded_chunk_count=missing
         )

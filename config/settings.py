@@ -228,6 +228,9 @@ WEBHOOK_PAUSE_AFTER_FAILURES = env_int("WEBHOOK_PAUSE_AFTER_FAILURES", 5, minimu
 # loaded; 8 took a worker child to 448 MB (benchmarks/worker_memory.py, docs/knowledge.md).
 KNOWLEDGE_EMBED_THREADS = env_int("KNOWLEDGE_EMBED_THREADS", 1, minimum=1)
 KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 4, minimum=1)
+# The sentence embedding model: empty for the packaged default (all-MiniLM-L6-v2), else a
+# directory or an installed package holding model.onnx and tokenizer.json (docs/knowledge.md).
+KNOWLEDGE_EMBEDDING_MODEL = env_str("KNOWLEDGE_EMBEDDING_MODEL", "")
 KNOWLEDGE_EMBED_BATCHES_PER_TASK = 80
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024

@@ -183,10 +183,13 @@ class KnowledgeViewSet(AgentViewSet):
         summary="Search the Agent's knowledge",
         description="Ranked passages of the Agent's enabled, ready documents, as the Agent "
         "finds them. `mode`: `hybrid` (default) fuses keyword and semantic results by "
-        "reciprocal rank; `keyword` alone (query syntax: words, all must match, stemmed in the "
-        'document\'s language; "quoted phrases", `or`, `-word`); `semantic` alone (by meaning, '
-        "over the chunks embedded so far). Each hit names its document and heading path and "
-        "carries a snippet with the matched words in `<mark>`.",
+        "reciprocal rank; `keyword` alone (BM25: any query word may match, passages with more "
+        'and rarer ones first, stemmed in each passage\'s language; "quoted phrases" are '
+        "required and `-word` excludes); `semantic` alone (by meaning, over the chunks embedded "
+        "so far, each scored by its best window). Each hit names its document and heading path "
+        "and carries its full `text` and a snippet with the matched words in `<mark>`. `score` "
+        "is a calibrated relevance in [0, 1]; hits under `min_score` (default: the calibrated "
+        "threshold) are left out, so an unanswerable question returns an empty list.",
         request=KnowledgeSearchIn,
         responses={200: KnowledgeSearchResultOut},
     )
@@ -195,7 +198,11 @@ class KnowledgeViewSet(AgentViewSet):
         run_id = data.get("run_id") or request.headers.get("X-Run-Id")
         started_at = timezone.now()
         hits = search.search_chunks(
-            agent=self.agent, query=data["query"], limit=data["limit"], mode=data["mode"]
+            agent=self.agent,
+            query=data["query"],
+            limit=data["limit"],
+            mode=data["mode"],
+            min_score=data["min_score"],
         )
         if run_id:
             announce_knowledge_searched(

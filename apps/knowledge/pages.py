@@ -17,6 +17,7 @@ from django_htmx.http import HttpResponseStopPolling
 from apps.common.errors import BadRequest, NotFound, ServiceError
 from apps.knowledge import events, search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
+from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 from apps.knowledge.uploads import limit_uploads
 from apps.workspaces.console import (
     ConsoleRequest,
@@ -79,7 +80,12 @@ def _table_context(request: ConsoleRequest) -> dict:
 @console_view
 def document_list(request: ConsoleRequest) -> HttpResponse:
     context = _table_context(request)
-    context.update(section="knowledge", max_upload_mb=services.max_upload_bytes() // 2**20)
+    context.update(
+        section="knowledge",
+        max_upload_mb=services.max_upload_bytes() // 2**20,
+        min_score=DEFAULT_MIN_SCORE,
+        default_min_score=DEFAULT_MIN_SCORE,
+    )
     return render_page(request, LIST_TEMPLATE, context, partial="document-table")
 
 
@@ -283,6 +289,15 @@ def document_delete(request: ConsoleRequest, document_id: str) -> HttpResponse:
     return redirect("knowledge:document_list")
 
 
+def _min_score(value: str | None) -> float:
+    """The retrieval test's threshold: a number in [0, 1], else the calibrated default."""
+    try:
+        number = float(value) if value not in (None, "") else DEFAULT_MIN_SCORE
+    except ValueError:
+        return DEFAULT_MIN_SCORE
+    return number if 0.0 <= number <= 1.0 else DEFAULT_MIN_SCORE
+
+
 @require_GET
 @console_view
 def document_search(request: ConsoleRequest) -> HttpResponse:
@@ -290,8 +305,11 @@ def document_search(request: ConsoleRequest) -> HttpResponse:
     mode = request.GET.get("mode", "hybrid")
     if mode not in search.MODES:
         mode = "hybrid"
+    min_score = _min_score(request.GET.get("min_score"))
     hits = (
-        search.search_chunks(agent=request.agent, query=query, limit=SEARCH_LIMIT, mode=mode)
+        search.search_chunks(
+            agent=request.agent, query=query, limit=SEARCH_LIMIT, mode=mode, min_score=min_score
+        )
         if query
         else []
     )
@@ -300,6 +318,8 @@ def document_search(request: ConsoleRequest) -> HttpResponse:
         "hits": hits,
         "mode": mode,
         "modes": search.MODES,
+        "min_score": min_score,
+        "default_min_score": DEFAULT_MIN_SCORE,
     }
     if request.htmx:
         return render(request, f"{LIST_TEMPLATE}#search-results", context)

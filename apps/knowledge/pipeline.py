@@ -36,8 +36,9 @@ from apps.knowledge.extraction import (
     detect_kind,
     extract_bounded,
 )
+from apps.knowledge.lexical import detect_language, index_text, passage_config
 from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, KnowledgeDocument
-from apps.knowledge.search import detect_language, index_chunks, unindex_chunks
+from apps.knowledge.search import index_chunks, unindex_chunks
 from apps.knowledge.services import enqueue_after_commit, next_refresh_time
 from apps.workspaces.models import Agent
 
@@ -241,7 +242,7 @@ def _produce(document: KnowledgeDocument) -> Content:
 
 
 # Set on the document by _write_version; the callers save them.
-SEARCH_FIELDS = ["language", "chunk_count", "embedded_chunk_count"]
+SEARCH_FIELDS = ["language", "search_configs", "chunk_count", "embedded_chunk_count"]
 
 
 def _write_version(document: KnowledgeDocument, content: Content, sha256: str):
@@ -252,8 +253,9 @@ def _write_version(document: KnowledgeDocument, content: Content, sha256: str):
     version = KnowledgeContentVersion.objects.create(
         document=document, markdown=content.markdown, sha256=sha256, page_count=content.page_count
     )
-    chunks = KnowledgeChunk.objects.bulk_create(
-        [
+    rows = []
+    for chunk in chunk_markdown(content.markdown, max_chars=CHUNK_MAX_CHARS):
+        rows.append(
             KnowledgeChunk(
                 version=version,
                 document=document,
@@ -261,13 +263,15 @@ def _write_version(document: KnowledgeDocument, content: Content, sha256: str):
                 heading_path=chunk.heading_path,
                 text=chunk.text,
                 position=chunk.position,
-                search_config=document.language,
+                search_config=passage_config(chunk.text, document_config=document.language),
+                index_text=index_text(chunk.text),
                 is_searchable=document.is_enabled,
             )
-            for chunk in chunk_markdown(content.markdown, max_chars=CHUNK_MAX_CHARS)
-        ],
-        batch_size=500,
+        )
+    document.search_configs = ",".join(
+        sorted({row.search_config for row in rows} or {document.language})
     )
+    chunks = KnowledgeChunk.objects.bulk_create(rows, batch_size=500)
     index_chunks(chunks)
     document.chunk_count = len(chunks)
     document.embedded_chunk_count = 0

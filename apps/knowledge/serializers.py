@@ -13,6 +13,7 @@ from apps.api.serializers import (
 )
 from apps.common.time import iso
 from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, REFRESH_INTERVALS, KnowledgeDocument
+from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 from apps.knowledge.search import MODES as SEARCH_MODES
 from apps.knowledge.search import SearchHit
 
@@ -62,6 +63,15 @@ class KnowledgeScheduleIn(StrictSerializer):
     refresh_interval_hours = StrictIntegerField(validators=[_interval_validator])
 
 
+class StrictScoreField(serializers.FloatField):
+    """A JSON number (not a string or boolean), finite."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise serializers.ValidationError("Must be a JSON number.")
+        return super().to_internal_value(data)
+
+
 class KnowledgeSearchIn(StrictSerializer):
     query = StrictCharField(min_length=1, max_length=MAX_QUERY_LENGTH)
     limit = StrictIntegerField(
@@ -72,6 +82,17 @@ class KnowledgeSearchIn(StrictSerializer):
         required=False,
         default="hybrid",
         help_text="hybrid (keywords and meaning, fused by reciprocal rank), keyword or semantic.",
+    )
+    min_score = StrictScoreField(
+        required=False,
+        default=DEFAULT_MIN_SCORE,
+        min_value=0.0,
+        max_value=1.0,
+        help_text=(
+            "Extension. Passages whose calibrated relevance `score` is below this are not "
+            f"returned. Default {DEFAULT_MIN_SCORE}, the calibrated threshold: a question the "
+            "knowledge does not answer gets an empty list. 0 returns every candidate."
+        ),
     )
     run_id = StrictCharField(
         required=False,
@@ -85,7 +106,8 @@ class KnowledgeSearchIn(StrictSerializer):
 
 
 def document_out(document: KnowledgeDocument) -> dict:
-    """Exactly the fields of contract section 2.6."""
+    """The fields of contract section 2.6, and two extensions: the passages of the current
+    version and how many of them are embedded (searchable by meaning)."""
     return {
         "object": "knowledge_document",
         "id": document.pk,
@@ -106,6 +128,8 @@ def document_out(document: KnowledgeDocument) -> dict:
         "next_refresh_at": iso(document.next_refresh_at),
         "created_at": iso(document.created_at),
         "updated_at": iso(document.updated_at),
+        "chunk_count": document.chunk_count,
+        "embedded_chunk_count": document.embedded_chunk_count,
     }
 
 
@@ -123,6 +147,7 @@ def search_out(*, query: str, hits: list[SearchHit]) -> dict:
                 "position": hit.position,
                 "snippet": hit.snippet,
                 "score": hit.score,
+                "text": hit.text,
             }
             for hit in hits
         ],
@@ -152,6 +177,16 @@ class KnowledgeDocumentOut(serializers.Serializer):
     next_refresh_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    chunk_count = serializers.IntegerField(
+        min_value=0,
+        help_text="Extension. Passages of the current version; keyword search finds them all "
+        "once the document is ready.",
+    )
+    embedded_chunk_count = serializers.IntegerField(
+        min_value=0,
+        help_text="Extension. Passages embedded so far: searchable by meaning. Equal to "
+        "`chunk_count` when the document is fully searchable.",
+    )
 
 
 KnowledgeDocumentListOut = list_envelope(KnowledgeDocumentOut, "KnowledgeDocumentList")
@@ -169,7 +204,16 @@ class KnowledgeSearchHitOut(serializers.Serializer):
     snippet = serializers.CharField(
         help_text="The matching passage, HTML-escaped, with matched words in <mark>...</mark>."
     )
-    score = serializers.FloatField(help_text="Relevance; higher is better.")
+    score = serializers.FloatField(
+        help_text=(
+            "Calibrated relevance in [0, 1], the same scale in every mode: the estimated "
+            "probability that the passage answers the query (docs/knowledge.md, 'Relevance "
+            "score'). Results come in the mode's order (BM25, meaning, or fused rank)."
+        )
+    )
+    text = serializers.CharField(
+        help_text="Extension. The passage's full text (markdown), to answer from."
+    )
 
 
 class KnowledgeSearchResultOut(serializers.Serializer):

@@ -98,17 +98,21 @@ def _page(limit: int, after: str | None) -> dict[str, Any]:
 
 @mcp.tool(
     annotations=READ_ONLY,
-    description="Search the Agent's knowledge by meaning and keywords. Needs knowledge:read.",
+    description="Search the Agent's knowledge by meaning and keywords: passages with their full "
+    "text, heading path and document name, each with a relevance score in [0, 1]. An empty "
+    "list means the knowledge does not answer the question; lower min_score (0 to 1, default "
+    "the calibrated threshold) to see weaker matches. Needs knowledge:read.",
 )
 async def search_knowledge(
-    query: str, mode: Literal["hybrid", "keyword", "semantic"] = "hybrid", limit: int = 10
+    query: str,
+    mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
+    limit: int = 10,
+    min_score: float | None = None,
 ) -> dict[str, Any]:
-    return await _call(
-        "knowledge:read",
-        "POST",
-        "knowledge/search",
-        body={"query": query, "mode": mode, "limit": limit},
-    )
+    body: dict[str, Any] = {"query": query, "mode": mode, "limit": limit}
+    if min_score is not None:
+        body["min_score"] = min_score
+    return await _call("knowledge:read", "POST", "knowledge/search", body=body)
 
 
 @mcp.tool(

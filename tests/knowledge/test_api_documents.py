@@ -9,6 +9,8 @@ from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, Knowl
 from tests.knowledge.conftest import make_file_document, upload
 
 DOCUMENT_KEYS = {
+    "chunk_count",
+    "embedded_chunk_count",
     "object",
     "id",
     "name",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from apps.knowledge.search import fts5_expression, render_snippet, snippet_text
+from apps.knowledge.lexical import fts5_expression
+from apps.knowledge.search import render_snippet, snippet_text
 from tests.knowledge.conftest import make_file_document
 
 HIT_KEYS = {
+    "text",
     "object",
     "document_id",
     "document_name",
@@ -155,11 +157,12 @@ def test_query_of_only_punctuation_finds_nothing(api, handbook):
 @pytest.mark.parametrize(
     ("query", "expression"),
     [
-        ("lost badge", '"lost" AND "badge"'),
-        ('"lost badge"', '"lost badge"'),
+        ("lost badge", '("lost" OR "badge")'),
+        ('"lost badge"', '("lost" OR "badge") AND "lost badge"'),
         ("holiday or expenses", '("holiday" OR "expenses")'),
-        ("badge -security", '("badge") NOT "security"'),
-        ('quote" NEAR(', '"quote" AND "NEAR"'),
+        ("badge -security", '"badge" NOT "security"'),
+        ('quote" NEAR(', '("quote" OR "NEAR")'),
+        ("東京都", '("東京" OR "京都")'),
         ("-only", ""),
         ("***", ""),
     ],
@@ -201,7 +204,8 @@ def test_snippet_reads_as_text_not_markdown_syntax(api, agent):
     make_file_document(agent, REFUNDS, "refunds.md")
     (hit,) = search(api, "paypal")["data"]
     snippet = hit["snippet"]
-    assert "Card · 3-5 business days · <mark>PayPal</mark> · 1 business day" in snippet
+    # A table's snippet is the row that matched, under its header.
+    assert snippet == "Method: <mark>PayPal</mark> · Time: 1 business day"
     for syntax in ("|", "---", "**", "##", "](", "https://bank.example"):
         assert syntax not in snippet
     # The API keeps the whole path; the console drops a first heading that repeats the name.

@@ -1,0 +1,274 @@
+"""What keyword search indexes and asks: passage languages, CJK bigrams, parsed queries.
+
+Both databases index the same text. A passage's language is detected on the passage itself
+(`passage_config`), falling back to its document's, so a mixed English/Spanish document is
+stemmed per passage. Chinese, Japanese and Korean have no spaces between words (Korean glues
+particles to its words), so every run of such characters is indexed as its overlapping pairs of
+characters ("東京都" -> "東京 京都"), and a query is cut the same way: any two characters of
+the question found side by side in a passage count as a matched term (`cjk_bigrams`).
+
+A query is a bag of optional words (any of them may match; BM25 ranks the passages holding more
+and rarer ones first), plus the websearch syntax kept from before: a "quoted phrase" must
+appear as such, and -word excludes passages holding the word (`parse_query`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+# py3langid codes -> PostgreSQL text search configurations (PostgreSQL 15 ships these).
+# Anything else, CJK included, is indexed with "simple" (lower-cased words, no stemming).
+LANGUAGE_CONFIGS = {
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "nb": "norwegian",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+    "yi": "yiddish",
+}
+SEARCH_CONFIGS = frozenset(LANGUAGE_CONFIGS.values()) | {"simple"}
+
+# Detection reads this much of a text and trusts only a confident answer on enough letters.
+_DETECT_CHARS = 20_000
+_DOCUMENT_MIN_LETTERS = 40
+_DOCUMENT_MIN_PROBABILITY = 0.9
+# A passage is shorter than a document: it needs fewer letters, and its own answer wins over
+# the document's only when the detector is sure of it.
+_PASSAGE_MIN_LETTERS = 60
+_PASSAGE_MIN_PROBABILITY = 0.95
+_MARKUP = re.compile(r"[#*_`>|\[\]()!-]+|https?://\S+")
+
+# Han (with extension A and compatibility ideographs), Hiragana, Katakana (with the phonetic
+# extensions and half-width forms) and Hangul (syllables and jamo).
+_CJK_CLASS = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uff66-\uff9f\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+)
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+
+_identifier = None
+_identifier_lock = threading.Lock()
+
+
+def _classify(sample: str) -> tuple[str, float]:
+    global _identifier
+    with _identifier_lock:
+        if _identifier is None:
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+            _identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+        code, probability = _identifier.classify(sample)
+    return code, float(probability)
+
+
+def detect_language(markdown: str) -> str:
+    """The text search configuration of a document's text: its language when py3langid is
+    confident, else "simple" (which also serves Chinese, Japanese and Korean)."""
+    sample = _MARKUP.sub(" ", markdown[:_DETECT_CHARS])
+    if sum(character.isalpha() for character in sample) < _DOCUMENT_MIN_LETTERS:
+        return "simple"
+    code, probability = _classify(sample)
+    if probability < _DOCUMENT_MIN_PROBABILITY:
+        return "simple"
+    return LANGUAGE_CONFIGS.get(code, "simple")
+
+
+def passage_config(text: str, *, document_config: str) -> str:
+    """The configuration of one passage: its own language when it says so clearly, else its
+    document's. Text that is mostly CJK is indexed with "simple" (as bigrams)."""
+    sample = _MARKUP.sub(" ", text[:_DETECT_CHARS])
+    letters = sum(character.isalpha() for character in sample)
+    if letters < _PASSAGE_MIN_LETTERS:
+        return document_config
+    if len(_CJK_CHAR.findall(sample)) * 2 > letters:
+        return "simple"
+    code, probability = _classify(sample)
+    if probability < _PASSAGE_MIN_PROBABILITY:
+        return document_config
+    return LANGUAGE_CONFIGS.get(code, "simple")
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_CHAR.search(text) is not None
+
+
+def cjk_bigrams(text: str) -> str:
+    """The text with every CJK run replaced by its overlapping character pairs (a single
+    character stays itself); other text is left as it is."""
+
+    def pairs(match: re.Match[str]) -> str:
+        run = match.group(0)
+        if len(run) < 2:
+            return f" {run} "
+        return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+    return _CJK_RUN.sub(pairs, text)
+
+
+def index_text(text: str) -> str | None:
+    """What the keyword index reads for a passage, when it differs from the passage's text
+    (text with CJK characters); None otherwise, so nothing extra is stored."""
+    return cjk_bigrams(text) if has_cjk(text) else None
+
+
+# --- queries -------------------------------------------------------------------------------
+
+_TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
+_WORD_IN_TEXT = re.compile(r"[^\W\d_][\w'-]*|\d[\w.,-]*")
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A query as keyword search uses it; CJK runs are already cut into bigrams."""
+
+    words: str  # every positive word, phrases' words included, space-separated
+    phrases: list[str] = field(default_factory=list)  # each must appear as such
+    excluded: list[str] = field(default_factory=list)  # passages with these are dropped
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.words.strip()
+
+
+def parse_query(query: str) -> ParsedQuery:
+    """Split websearch syntax: bare words (optional, ranked), "phrases" (required), -word
+    (excluded), `or` between words (the default anyway, so it is just dropped)."""
+    words: list[str] = []
+    phrases: list[str] = []
+    excluded: list[str] = []
+    for match in _TERM.finditer(query):
+        negate, phrase, bare = match.group(1), match.group(2), match.group(3)
+        quoted = phrase is not None
+        if bare is not None:
+            if bare.lower() == "or":
+                continue
+            negate = "-" if bare.startswith("-") and len(bare) > 1 else ""
+            phrase = bare[1:] if negate else bare
+        tokens = _WORD.findall(cjk_bigrams(phrase or ""))
+        if not tokens:
+            continue
+        text = " ".join(tokens)
+        if negate:
+            excluded.append(text)
+        else:
+            words.append(text)
+            if quoted and len(tokens) > 1:
+                phrases.append(text)
+    return ParsedQuery(words=" ".join(words), phrases=phrases, excluded=excluded)
+
+
+def fts5_expression(query: str) -> str:
+    """The query as an SQLite FTS5 expression: any word may match (OR; bm25() ranks), quoted
+    phrases are required, -word excludes. Every term is quoted, so nothing a user types is
+    FTS5 syntax."""
+    parsed = parse_query(query)
+    if parsed.is_empty:
+        return ""
+    terms = list(dict.fromkeys(f'"{word}"' for word in parsed.words.split()))
+    expression = " OR ".join(terms)
+    if len(terms) > 1:
+        expression = f"({expression})"
+    for phrase in parsed.phrases:
+        expression = f'{expression} AND "{phrase}"'
+    for word in parsed.excluded:
+        expression = f'{expression} NOT "{word}"'
+    return expression
+
+
+# Characters of context a highlighted CJK snippet shows before its first match, and in all.
+_HIGHLIGHT_BEFORE = 60
+_HIGHLIGHT_LENGTH = 240
+
+
+def highlight(text: str, words: str, *, stems: tuple[str, ...] | list[str] = ()) -> str:
+    """A snippet of a passage with the query's words between the \x02/\x03 markers that
+    render_snippet turns into <mark> tags: CJK pairs wherever they occur (overlapping pairs make
+    one mark: "東京 京都" -> 東京都), other words whole and case-insensitively, and words that
+    start with one of `stems` (the query's index terms: "refund" marks "refunds", "polici"
+    marks "policies"). The snippet is the window of the passage holding the most distinct
+    matched words."""
+    tokens = list(dict.fromkeys(words.split()))
+    whole = {token.casefold() for token in tokens if not has_cjk(token)}
+    prefixes = tuple(stem for stem in dict.fromkeys(stems) if len(stem) >= 3 and not has_cjk(stem))
+    found: list[tuple[int, int]] = [
+        match.span()
+        for match in _WORD_IN_TEXT.finditer(text)
+        if (word := match.group(0).casefold()) in whole or word.startswith(prefixes or ("\x00",))
+    ]
+    pairs = [re.escape(token) for token in tokens if has_cjk(token)]
+    if pairs:
+        # A lookahead finds overlapping matches: 東京 and 京都 in 東京都.
+        finder = re.compile(f"(?=({'|'.join(pairs)}))")
+        found += [(match.start(1), match.end(1)) for match in finder.finditer(text)]
+    spans: list[list[int]] = []
+    for start, end in sorted(found):
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    begin = _best_window(text, spans)
+    finish = min(len(text), begin + _HIGHLIGHT_LENGTH)
+    if finish < len(text):  # end at a space rather than inside a word
+        space = text.rfind(" ", begin, finish)
+        finish = space if space > begin + _HIGHLIGHT_LENGTH // 2 else finish
+    out = ["… " if begin else ""]
+    cursor = begin
+    for start, end in spans:
+        if end <= begin:
+            continue
+        if start >= finish:
+            break
+        start, end = max(start, begin), min(end, finish)
+        out += [text[cursor:start], "\x02", text[start:end], "\x03"]
+        cursor = end
+    out.append(text[cursor:finish])
+    if finish < len(text):
+        out.append(" …")
+    return "".join(out)
+
+
+def _best_window(text: str, spans: list[list[int]]) -> int:
+    """Where the snippet starts: a little before the match that opens the window with the most
+    matched words (the first such), at a word boundary."""
+    if not spans:
+        return 0
+    width = _HIGHLIGHT_LENGTH - _HIGHLIGHT_BEFORE
+    best, best_count, last = spans[0][0], 0, 0
+    for first, (start, _) in enumerate(spans):  # two pointers: spans are sorted
+        last = max(last, first)
+        while last + 1 < len(spans) and spans[last + 1][0] < start + width:
+            last += 1
+        if last - first + 1 > best_count:
+            best, best_count = start, last - first + 1
+    begin = max(0, best - _HIGHLIGHT_BEFORE)
+    if begin:
+        space = text.find(" ", begin, best)
+        begin = space + 1 if space != -1 else begin
+    return begin

@@ -1,0 +1,130 @@
+"""The calibrated relevance score, abstention (`min_score`), and what a hit carries: the full
+passage, a plain heading path, the matched table row; embedding progress on the document."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from apps.knowledge import embeddings, relevance, search
+from apps.knowledge.models import KnowledgeChunk
+from tests.knowledge.conftest import make_file_document
+
+POLICY = """# Returns
+
+## Refund policy
+
+A refund is paid to the original card within fourteen days of the request being approved.
+Items bought on sale can be returned for store credit only.
+
+## Delivery
+
+Orders are shipped the next working day and arrive within three working days.
+"""
+# Questions nothing in POLICY answers, in English and in other scripts.
+UNANSWERABLE = [
+    "what will the weather be like in Tokyo tomorrow",
+    "who won the football match last night",
+    "明日の東京の天気はどうですか",
+    "ما هو سعر الذهب اليوم",
+]
+
+
+def search_api(api, query: str, **extra):
+    response = api.post("/v1/knowledge/search", json={"query": query, **extra})
+    assert response.status == 200, response.body
+    return response.json()["data"]
+
+
+@pytest.fixture
+def policy(agent):
+    document = make_file_document(agent, POLICY.encode(), "policy.md")
+    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    return document
+
+
+def test_an_answerable_question_keeps_its_answer_and_nonsense_gets_nothing(api, policy):
+    hits = search_api(api, "how long until I get my money back")
+    assert hits and hits[0]["heading_path"][-1] == "Refund policy"
+    assert relevance.DEFAULT_MIN_SCORE <= hits[0]["score"] <= 1
+    for question in UNANSWERABLE:
+        assert search_api(api, question) == [], question
+    # The caller may lower the threshold and see the weak candidates, scored low.
+    weak = search_api(api, UNANSWERABLE[0], min_score=0)
+    assert weak and all(0 <= hit["score"] < relevance.DEFAULT_MIN_SCORE for hit in weak)
+
+
+@pytest.mark.smoke
+def test_scores_share_one_scale_across_modes(agent):
+    make_file_document(agent, POLICY.encode(), "policy.md")
+    document = agent.knowledge_documents.get()
+    embeddings.document_embed(document_id=document.pk, max_batches=100)
+    for mode in search.MODES:
+        hits = search.search_chunks(
+            agent=agent, query="refund card fourteen days", limit=3, mode=mode
+        )
+        assert hits[0].heading_path[-1] == "Refund policy", mode
+        assert 0.5 < hits[0].score <= 1, (mode, hits[0].score)
+        assert all(0 <= hit.score <= 1 for hit in hits)
+    # Keyword mode: the share of the query's words held (weighted by rarity) drives the score.
+    full, partial = (
+        search.search_chunks(agent=agent, query=query, limit=1, mode="keyword")[0]
+        for query in ("refund card fourteen days", "refund zebra giraffe")
+    )
+    assert full.coverage == 1.0 and partial.coverage < 0.5 and full.score > partial.score
+
+
+@pytest.mark.parametrize("value", ["0.5", True, None, -0.1, 1.5, [0.5]])
+def test_min_score_must_be_a_number_between_0_and_1(api, policy, value):
+    response = api.post("/v1/knowledge/search", json={"query": "refund", "min_score": value})
+    assert response.status == 400
+    assert response.json()["name"] == "bad_request"
+
+
+def test_a_hit_carries_its_full_passage_and_a_plain_heading_path(api, agent):
+    markdown = (
+        "# [Shipping guide](https://example.com/guide)\n\n## Rates for **express** `EU` orders\n\n"
+        + "Express orders to the EU cost twelve euros. " * 30
+        + "The last sentence mentions customs paperwork.\n"
+    )
+    document = make_file_document(agent, markdown.encode(), "guide.md")
+    (hit,) = search_api(api, "customs paperwork", limit=1)
+    chunk = KnowledgeChunk.objects.get(pk=int(hit["chunk_id"]))
+    assert hit["text"] == chunk.text and "customs paperwork" in hit["text"]
+    assert len(hit["text"]) > len(hit["snippet"])
+    assert hit["heading_path"] == ["Shipping guide", "Rates for express EU orders"]
+    assert hit["document_name"] == document.name
+
+
+def test_a_table_snippet_is_the_matching_row_under_its_header(api, agent):
+    rows = ["method,delay,fee"] + [f"courier {n},{n} days,{n} euros" for n in range(2, 12)]
+    rows.insert(5, "card refund,fourteen days,free")
+    make_file_document(agent, "\n".join(rows).encode(), "delays.csv")
+    (hit,) = search_api(api, "card refund", limit=1)
+    assert hit["snippet"].startswith("method: <mark>card</mark> <mark>refund</mark>")
+    assert "delay: fourteen days · fee: free" in hit["snippet"]
+    assert search.table_snippet("no table here", marked=set()) is None
+
+
+def test_document_api_says_how_many_passages_are_searchable_by_meaning(api, agent):
+    document = make_file_document(agent, POLICY.encode(), "policy.md")
+    body = api.get(f"/v1/knowledge/{document.pk}").json()
+    assert body["chunk_count"] == document.chunk_count >= 2
+    assert body["embedded_chunk_count"] == 0
+    embeddings.document_embed(document_id=document.pk, max_batches=100)
+    body = api.get(f"/v1/knowledge/{document.pk}").json()
+    assert body["embedded_chunk_count"] == body["chunk_count"]
+
+
+def test_console_retrieval_test_abstains_by_default_and_explains_its_hits(owner, agent, policy):
+    client = Client()
+    client.force_login(owner)
+    url = reverse("knowledge:document_search")
+    page = client.get(url, {"q": UNANSWERABLE[1]}).content.decode()
+    assert "Nothing found" in page and "lower the minimum score" in page
+    assert f'value="{relevance.DEFAULT_MIN_SCORE}"' in page
+    page = client.get(url, {"q": UNANSWERABLE[1], "min_score": "0"}).content.decode()
+    assert "Nothing found" not in page and "hit-why" in page
+    page = client.get(url, {"q": "refund to the original card"}).content.decode()
+    assert "keyword rank 1" in page and "semantic rank 1" in page and "<mark>" in page
