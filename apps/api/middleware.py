@@ -76,6 +76,10 @@ _DRAIN_LIMIT_BYTES = 16 * 1024 * 1024
 _edge_logger = logging.getLogger("apps.api")
 
 
+# The OTLP/HTTP traces endpoints (apps.activity.api): their view reads chunked bodies.
+_READS_CHUNKED_BODIES = re.compile(r"/otlp/v1/traces/?$")
+
+
 class HttpEdgesMiddleware:
     """What happens before a view can: a Host this service does not answer to, a chunked body,
     and the unread rest of a body refused as too large.
@@ -85,7 +89,9 @@ class HttpEdgesMiddleware:
       and one warning line.
     - `Transfer-Encoding: chunked`: WSGI gives Django no length, so it would read the body as
       empty and the view would answer as if nothing was sent. Refused clearly instead (400 on
-      /v1, whose errors are the contract's ten names; 411 elsewhere).
+      /v1, whose errors are the contract's ten names; 411 elsewhere), except on the OTLP
+      traces endpoints, whose view decodes the framing itself (OpenTelemetry's Node exporter
+      always sends chunked bodies).
     - 413: the server answered before reading the body; reading the rest keeps the connection
       usable for the client's next request (gunicorn otherwise drops it after answering
       `Connection: keep-alive`), up to 16 MiB declared; a larger body is never read.
@@ -99,7 +105,9 @@ class HttpEdgesMiddleware:
             request.get_host()
         except DisallowedHost:
             return _sized(self._refuse_host(request))
-        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+        if "chunked" in request.META.get(
+            "HTTP_TRANSFER_ENCODING", ""
+        ).lower() and not _READS_CHUNKED_BODIES.search(request.path):
             return _sized(self._refuse_chunked(request))
         response = self.get_response(request)
         if response.status_code == 413:

@@ -3,6 +3,7 @@ box filters the list, the address bar never shows /users/suggest/..., reloading 
 gives the same list, and after Back the filter controls match the table."""
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
 
@@ -74,8 +75,8 @@ def test_after_back_the_controls_match_the_table(console_page, people):
     page.go_back()
     page.wait_for_url("**/runs/?status=failed*")
     page.wait_for_load_state("networkidle")
-    assert page.locator("select[name=status]").input_value() == "failed"
-    assert page.locator("input[name=user_id]").input_value() == ""
+    expect(page.locator("select[name=status]")).to_have_value("failed")
+    expect(page.locator("input[name=user_id]")).to_have_value("")
     assert page.locator("#picked-user").count() == 0
     assert _table_models(page, "#run-table") == {"model-ada", "model-alan"}
     assert "completed" not in page.locator("#run-table tbody").inner_text().lower()
@@ -83,10 +84,10 @@ def test_after_back_the_controls_match_the_table(console_page, people):
     page.go_back()
     page.wait_for_url(f"{page.live_server_url}/runs/")
     page.wait_for_load_state("networkidle")
-    assert page.locator("select[name=status]").input_value() == ""
-    assert "completed" in page.locator("#run-table tbody").inner_text().lower()
+    expect(page.locator("select[name=status]")).to_have_value("")
+    expect(page.locator("#run-table tbody")).to_contain_text("completed", ignore_case=True)
 
     page.go_forward()
     page.wait_for_url("**/runs/?status=failed*")
     page.wait_for_load_state("networkidle")
-    assert page.locator("select[name=status]").input_value() == "failed"
+    expect(page.locator("select[name=status]")).to_have_value("failed")
