@@ -1,6 +1,7 @@
 """How long a tiny upload takes to become `ready`, with nothing queued and behind embedding.
 
     uv run python benchmarks/interactive_queue.py [--topology split|single] [--rounds 3]
+        [--files 8] [--kilobytes 300]
 
 The issue's scenario (issue 27, item 0), against the service as the README's production
 section starts it: gunicorn, `celery beat` and the workers, on PostgreSQL and a private
@@ -10,7 +11,8 @@ redis-server. Measured from outside, over HTTP, from the upload's 201 to the fir
 - idle: a 40-byte `.md` with nothing queued (each round waits for the previous one's embedding);
 - busy: 8 distinct ~300 KB markdown files uploaded, awaited until all are `ready` (their
   embedding, about 170 chunks each, is then queued), then a 40-byte `.md`. Each round adds 8 more
-  files to the backlog, so later rounds run behind more embedding.
+  files to the backlog, so later rounds run behind more embedding. `--files` and `--kilobytes`
+  change the backlog (tests/benchmarks/ runs it with one small file).
 
 `--topology split` (the default, production's): one worker on the interactive queue, one on the
 bulk queue under `nice -n 10`, two processes each. `--topology single`: one worker with two
@@ -236,6 +238,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topology", choices=["split", "single"], default="split")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--files", type=int, default=8, help="large files per busy round")
+    parser.add_argument("--kilobytes", type=int, default=300, help="size of each large file")
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE)
     recreate_database(database_url)
@@ -272,8 +276,11 @@ def main() -> int:
             for round_number in range(args.rounds):
                 started = time.monotonic()
                 large = [
-                    api.upload(f"manual-{round_number}-{n}.md", markdown_file(round_number * 8 + n))
-                    for n in range(8)
+                    api.upload(
+                        f"manual-{round_number}-{n}.md",
+                        markdown_file(round_number * args.files + n, args.kilobytes * 1000),
+                    )
+                    for n in range(args.files)
                 ]
                 for document_id in large:
                     wait_ready(api, document_id)
@@ -282,7 +289,7 @@ def main() -> int:
                 document_id = api.upload(f"busy-{round_number}.md", tiny_file(f"b{round_number}"))
                 busy.append(wait_ready(api, document_id))
                 print(
-                    f"busy round {round_number + 1}: 8 files ready after {ingested:.1f} s; "
+                    f"busy round {round_number + 1}: {args.files} files ready after {ingested:.1f} s; "
                     f"tiny upload ready after {busy[-1]:.2f} s behind {chunks} chunks of "
                     f"{documents} documents to embed (load {os.getloadavg()[0]:.2f})",
                     flush=True,

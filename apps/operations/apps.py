@@ -15,4 +15,5 @@ class OperationsConfig(AppConfig):
     def ready(self) -> None:
         from apps.operations import signals
 
+        signals.make_metrics_folder()
         signals.connect()

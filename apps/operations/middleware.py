@@ -19,7 +19,6 @@ from apps.common import metrics
 from apps.common.redis_timing import redis_time
 from apps.operations import health
 from apps.operations import metrics as exposition
-from apps.operations.signals import make_metrics_folder
 
 UNMATCHED = "<unmatched>"
 
@@ -67,7 +66,6 @@ def route_of(request: HttpRequest) -> str:
 class OperationsMiddleware:
     def __init__(self, get_response) -> None:
         self.get_response = get_response
-        make_metrics_folder()
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         endpoint = ENDPOINTS.get(request.path_info)

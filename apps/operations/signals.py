@@ -60,10 +60,11 @@ def _token_issued(sender, request, token, **_kwargs) -> None:
     metrics.OAUTH_TOKENS.labels(grant_type).inc()
 
 
-def make_metrics_folder(*_args, **_kwargs) -> None:
-    """prometheus-client writes a process's samples into this folder from its first sample on.
-    Made when a web process (the middleware), a worker or beat starts, not when the settings
-    load: a management command leaves the disk alone."""
+def make_metrics_folder() -> None:
+    """prometheus-client writes a process's samples into this folder from its first sample on,
+    and fails on a missing folder: made whenever the apps load, so that a management command or
+    a script that searches or extracts (knowledge_reembed, the benchmarks) records its samples
+    too instead of failing on a fresh VAR_DIR."""
     settings.PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -89,8 +90,6 @@ def connect() -> None:
 
     celery_signals.task_prerun.connect(_task_started, weak=False)
     celery_signals.task_postrun.connect(_task_finished, weak=False)
-    celery_signals.worker_init.connect(make_metrics_folder, weak=False)
-    celery_signals.beat_init.connect(make_metrics_folder, weak=False)
     celery_signals.worker_ready.connect(_serve_worker_metrics, weak=False)
     post_save.connect(_attempt_recorded, sender=WebhookAttempt, weak=False)
     app_authorized.connect(_token_issued, weak=False)

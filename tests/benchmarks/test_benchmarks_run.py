@@ -51,6 +51,8 @@ SCRIPTS: dict[str, list[str]] = {
                         "database"],
     "json_extraction.py": ["--megabytes", "0.05", "--repeat", "1"],
     "json_extraction.py --ascii": ["--megabytes", "0.05", "--repeat", "1", "--ascii"],
+    # The small corpus split in two Agents, one sentence asked per document.
+    "knowledge_calibration.py": ["--per-document", "1"],
     "knowledge_search.py": ["--chunks", "60", "--runs", "1"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
     "profile_request.py": ["--requests", "2", "--runs", "300", "--page", "deep", "--build",
@@ -59,14 +61,13 @@ SCRIPTS: dict[str, list[str]] = {
     "tools_discovery.py": ["--tools", "3", "--runs", "1"],
     "usage.py": ["--runs", "300", "--agents", "2", "--days", "3", "--requests", "1"],
     "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
+    # One idle and one busy round behind one small file, through the production topology. It
+    # drops and makes its database again, so it comes last, when the others are done with it.
+    "interactive_queue.py": ["--rounds", "1", "--files", "1", "--kilobytes", "5"],
 }  # fmt: skip
 
 # Scripts whose smoke run lives beside their own tests.
 RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevance_benchmark.py"}
-# Scripts merged without a tiny run yet: each needs one (a size flag), then moves to SCRIPTS.
-# interactive_queue.py ingests eight 300 KB files per round behind a real worker;
-# knowledge_calibration.py ingests corpus documents to fit the score (issue 28).
-WITHOUT_A_RUN_YET = {"interactive_queue.py", "knowledge_calibration.py"}
 
 pytestmark = [
     pytest.mark.skipif(not settings.IS_POSTGRES, reason="the benchmarks run on PostgreSQL"),
@@ -80,9 +81,7 @@ def test_every_script_of_benchmarks_has_a_run_here() -> None:
         for path in BENCHMARKS.glob("*.py")
         if 'if __name__ == "__main__":' in path.read_text()
     }
-    assert scripts == {name.split()[0] for name in SCRIPTS} | RUN_ELSEWHERE.keys() | (
-        WITHOUT_A_RUN_YET
-    )
+    assert scripts == {name.split()[0] for name in SCRIPTS} | RUN_ELSEWHERE.keys()
     for script, test in RUN_ELSEWHERE.items():
         assert script in test.read_text() and "smoke" in test.read_text()
 
@@ -141,6 +140,7 @@ def test_script_runs_at_a_tiny_size(
         "DRILL_DATABASE_URL": bench_database,
         "MEMORY_DATABASE_URL": bench_database,
         "RUN_PAGE_DATABASE_URL": bench_database,
+        "CALIBRATION_DATABASE_URL": bench_database,
         "REDIS_URL": settings.REDIS_URL,
         "CORPUS_DIR": str(small_corpus),
         "VAR_DIR": str(tmp_path / "var"),

@@ -263,3 +263,26 @@ def test_a_worker_serves_the_machines_metrics_on_its_port(settings):
         worker.stop()
     names = {sample.name for f in text_string_to_metric_families(text) for sample in f.samples}
     assert NS + "http_requests_total" in names
+
+
+def test_a_script_on_a_fresh_var_dir_records_samples(tmp_path):
+    """A process that is neither the web nor a worker (a management command, a benchmark) and
+    records a metric finds its metrics folder made: prometheus-client fails on a missing one."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import django; django.setup()\n"
+        "from apps.common import metrics\n"
+        "metrics.EXTRACTION_DURATION.labels('text', 'ok').observe(0.01)\n"
+        "print('recorded')\n"
+    )
+    env = {**os.environ, "VAR_DIR": str(tmp_path / "fresh"), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("recorded")
+    assert list((tmp_path / "fresh" / "prometheus").glob("histogram_*.db"))
