@@ -21,10 +21,11 @@ from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 from apps.knowledge.uploads import limit_uploads
 from apps.workspaces.console import (
     ConsoleRequest,
+    RowNoun,
     bounded_count,
     bulk_apply,
     bulk_confirm,
-    bulk_ids,
+    bulk_ticked,
     console_view,
     keyset_page,
     remote_images_allowed,
@@ -366,6 +367,7 @@ def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
 
 
 # Bulk actions on ticked documents: (button label, past tense, what happens, dangerous).
+DOCUMENTS = RowNoun("document", "documents")
 BULK_ACTIONS = {
     "refresh": (
         "Refresh",
@@ -404,38 +406,32 @@ def document_bulk(request: ConsoleRequest) -> HttpResponse:
     """Refresh, disable or delete the ticked documents: first a page that says how many and
     what happens, then (confirm=1) the action, one document at a time through its service."""
     action = request.POST.get("action", "")
-    try:
-        ids = bulk_ids(request)
-        if action not in BULK_ACTIONS:
-            raise BadRequest("Choose refresh, disable or delete.")
-        if not ids:
-            raise BadRequest("Tick the documents to act on first.")
-    except BadRequest as exc:
-        messages.error(request, exc.message)
-        return redirect("knowledge:document_list")
+    list_url = reverse("knowledge:document_list")
+    if action not in BULK_ACTIONS:
+        messages.error(request, "Choose refresh, disable or delete.")
+        return redirect(list_url)
+    ids = bulk_ticked(request, noun=DOCUMENTS, list_url=list_url)
+    if isinstance(ids, HttpResponse):
+        return ids
     label, done, consequence, danger = BULK_ACTIONS[action]
     if request.POST.get("confirm") != "1":
-        documents = list(
-            selectors.document_list_by_ids(agent=request.agent, document_ids=ids).only("id", "name")
-        )
-        if not documents:
+        documents = selectors.document_list_by_ids(agent=request.agent, document_ids=ids)
+        rows = {document.pk: document.name for document in documents.only("id", "name")}
+        if not rows:
             messages.error(request, "None of those documents exists any more.")
-            return redirect("knowledge:document_list")
-        count = len(documents)
-        noun = "document" if count == 1 else "documents"
+            return redirect(list_url)
         return bulk_confirm(
             request,
             section="knowledge",
             action_url=reverse("knowledge:document_bulk"),
-            cancel_url=reverse("knowledge:document_list"),
+            cancel_url=list_url,
             action=action,
-            question=f"{label} {count} {noun}?",
+            label=label,
+            noun=DOCUMENTS,
             consequence=consequence,
-            names=[document.name for document in documents],
-            ids=[document.pk for document in documents],
-            confirm_label=f"{label} {count} {noun}",
+            rows=rows,
             danger=danger,
         )
     outcome = bulk_apply(ids, _bulk_service(request, action))
-    messages.success(request, outcome.summary(verb=done, noun="document", plural="documents"))
-    return redirect("knowledge:document_list")
+    messages.success(request, outcome.summary(verb=done, noun=DOCUMENTS))
+    return redirect(list_url)

@@ -23,9 +23,10 @@ from apps.webhooks.models import EVENT_TYPES, RUN_EVENT_TYPES, DeliveryStatus
 from apps.webhooks.rendering import DELIVERY_COLUMNS, delivery_to_dict
 from apps.workspaces.console import (
     ConsoleRequest,
+    RowNoun,
     bounded_count,
     bulk_confirm,
-    bulk_ids,
+    bulk_ticked,
     console_view,
     keyset_page,
     render_page,
@@ -33,6 +34,8 @@ from apps.workspaces.console import (
 
 PAGE_SIZE = 25
 TEMPLATE = "webhooks/webhook_detail.html"
+
+DELIVERIES = RowNoun("delivery", "deliveries")
 
 
 def _deliveries(request: ConsoleRequest) -> dict:
@@ -306,41 +309,36 @@ def delivery_export(request: ConsoleRequest) -> HttpResponseBase:
 def delivery_bulk_retry(request: ConsoleRequest) -> HttpResponse:
     """Retry the ticked deliveries: a page says how many will be sent again, then
     (confirm=1) they become due now and the dispatcher sends them."""
-    try:
-        ids = bulk_ids(request)
-        if not ids:
-            raise BadRequest("Tick the deliveries to retry first.")
-    except BadRequest as exc:
-        messages.error(request, exc.message)
-        return redirect("webhooks:webhook_detail")
+    list_url = reverse("webhooks:webhook_detail")
+    ids = bulk_ticked(request, noun=DELIVERIES, list_url=list_url)
+    if isinstance(ids, HttpResponse):
+        return ids
     if request.POST.get("confirm") != "1":
-        retryable = list(
+        retryable = (
             selectors.delivery_list(agent=request.agent)
             .filter(pk__in=ids, status__in=services.RETRYABLE)
             .order_by("-created_at", "-id")
         )
-        if not retryable:
+        rows = {d.pk: f"{d.event_type} · {d.pk} ({d.get_status_display()})" for d in retryable}
+        if not rows:
             messages.error(request, "None of those deliveries can be retried: sent or in flight.")
-            return redirect("webhooks:webhook_detail")
-        count = len(retryable)
-        noun = "delivery" if count == 1 else "deliveries"
-        left = len(ids) - count
+            return redirect(list_url)
+        left = len(ids) - len(rows)
         return bulk_confirm(
             request,
             section="webhooks",
             action_url=reverse("webhooks:delivery_bulk_retry"),
-            cancel_url=reverse("webhooks:webhook_detail"),
+            cancel_url=list_url,
             action="retry",
-            question=f"Retry {count} {noun}?",
+            label="Retry",
+            noun=DELIVERIES,
             consequence="They are sent again now by the dispatcher, each once."
             + (
                 f" {left} of those ticked already arrived or are in flight and stay as they are."
                 if left
                 else ""
             ),
-            names=[f"{d.event_type} · {d.pk} ({d.get_status_display()})" for d in retryable],
-            ids=[d.pk for d in retryable],
-            confirm_label=f"Retry {count} {noun}",
+            rows=rows,
         )
     try:
         count = services.deliveries_retry(agent=request.agent, delivery_ids=ids)

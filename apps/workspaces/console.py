@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, cast
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 
 from apps.common.errors import BadRequest, NotFound, ServiceError
@@ -195,11 +196,35 @@ def remote_images_allowed(request: ConsoleRequest) -> bool:
 BULK_LIMIT = 100
 
 
+@dataclass(frozen=True)
+class RowNoun:
+    """How a list names its rows in bulk pages and messages: `KEYS(1)` is "1 key"."""
+
+    singular: str
+    plural: str
+
+    def __call__(self, count: int) -> str:
+        return f"{count} {self.singular if count == 1 else self.plural}"
+
+
 def bulk_ids(request: HttpRequest) -> list[str]:
     """The rows ticked in a list (`ids`), each once, in order; BadRequest past BULK_LIMIT."""
     ids = list(dict.fromkeys(value for value in request.POST.getlist("ids") if value))
     if len(ids) > BULK_LIMIT:
         raise BadRequest(f"Choose at most {BULK_LIMIT} rows at a time.")
+    return ids
+
+
+def bulk_ticked(request: HttpRequest, *, noun: RowNoun, list_url: str) -> list[str] | HttpResponse:
+    """The ticked rows' ids, or the list again with a message saying why there are none to act
+    on (nothing ticked, or more than BULK_LIMIT)."""
+    try:
+        ids = bulk_ids(request)
+        if not ids:
+            raise BadRequest(f"Tick the {noun.plural} to act on first.")
+    except BadRequest as exc:
+        messages.error(request, exc.message)
+        return redirect(list_url)
     return ids
 
 
@@ -214,8 +239,8 @@ class BulkOutcome:
         self.skipped = self.skipped or {}
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
-    def summary(self, *, verb: str, noun: str, plural: str) -> str:
-        text = f"{verb} {self.done} {noun if self.done == 1 else plural}."
+    def summary(self, *, verb: str, noun: RowNoun) -> str:
+        text = f"{verb} {noun(self.done)}."
         for reason, count in (self.skipped or {}).items():
             text += f" {count} left as {'it was' if count == 1 else 'they were'}: {reason}"
         return text
@@ -242,24 +267,25 @@ def bulk_confirm(
     action_url: str,
     cancel_url: str,
     action: str,
-    question: str,
+    label: str,
+    noun: RowNoun,
     consequence: str,
-    names: list[str],
-    ids: list[str],
-    confirm_label: str,
+    rows: dict[str, str],
     danger: bool = False,
 ) -> HttpResponse:
-    """The page that asks before a bulk action, with how many rows it touches."""
+    """The page that asks before a bulk action ("Revoke 3 keys?"), with how many rows it
+    touches and their names (`rows`: id to name, the rows the action would change)."""
+    rows_phrase = noun(len(rows))
     context = {
         "section": section,
         "action_url": action_url,
         "cancel_url": cancel_url,
         "action": action,
-        "question": question,
+        "question": f"{label} {rows_phrase}?",
         "consequence": consequence,
-        "names": names,
-        "ids": ids,
-        "confirm_label": confirm_label,
+        "names": list(rows.values()),
+        "ids": list(rows),
+        "confirm_label": f"{label} {rows_phrase}",
         "danger": danger,
     }
     return render(request, "bulk_confirm.html", context)

@@ -8,13 +8,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.api.scopes import ALL_SCOPES, OWNER_SCOPES
-from apps.common.errors import BadRequest, InsufficientScope, ServiceError
+from apps.common.errors import InsufficientScope, ServiceError
 from apps.workspaces.console import (
     SESSION_AGENT_KEY,
     ConsoleRequest,
+    RowNoun,
     bulk_apply,
     bulk_confirm,
-    bulk_ids,
+    bulk_ticked,
     console_agent_remember,
     console_view,
 )
@@ -23,6 +24,8 @@ from apps.workspaces.selectors import agent_list_for_user, api_key_list
 from apps.workspaces.services import api_key_create_by_member, api_key_revoke
 
 NEW_KEY_SESSION_KEY = "console_new_api_key"
+
+KEYS = RowNoun("key", "keys")
 
 
 class LoginView(auth_views.LoginView):
@@ -117,36 +120,31 @@ def api_key_revoke_page(request: ConsoleRequest, key_id: str) -> HttpResponse:
 def api_key_bulk_revoke(request: ConsoleRequest) -> HttpResponse:
     """Revoke the ticked keys: a page says how many and what stops working, then (confirm=1)
     each is revoked through `api_key_revoke`, which holds who may revoke what."""
-    try:
-        ids = bulk_ids(request)
-        if not ids:
-            raise BadRequest("Tick the keys to revoke first.")
-    except BadRequest as exc:
-        messages.error(request, exc.message)
-        return redirect("workspaces:api_key_list")
+    list_url = reverse("workspaces:api_key_list")
+    ids = bulk_ticked(request, noun=KEYS, list_url=list_url)
+    if isinstance(ids, HttpResponse):
+        return ids
     if request.POST.get("confirm") != "1":
-        keys = list(api_key_list(agent=request.agent).filter(pk__in=ids, revoked_at__isnull=True))
-        if not keys:
+        keys = api_key_list(agent=request.agent).filter(pk__in=ids, revoked_at__isnull=True)
+        rows = {key.pk: f"{key.name} ({key.prefix}…)" for key in keys}
+        if not rows:
             messages.error(request, "None of those keys can be revoked: already revoked or gone.")
-            return redirect("workspaces:api_key_list")
-        count = len(keys)
-        noun = "key" if count == 1 else "keys"
+            return redirect(list_url)
         return bulk_confirm(
             request,
             section="api_keys",
             action_url=reverse("workspaces:api_key_bulk_revoke"),
-            cancel_url=reverse("workspaces:api_key_list"),
+            cancel_url=list_url,
             action="revoke",
-            question=f"Revoke {count} {noun}?",
+            label="Revoke",
+            noun=KEYS,
             consequence="Integrations using them stop working immediately. This cannot be undone.",
-            names=[f"{key.name} ({key.prefix}…)" for key in keys],
-            ids=[key.pk for key in keys],
-            confirm_label=f"Revoke {count} {noun}",
+            rows=rows,
             danger=True,
         )
     outcome = bulk_apply(
         ids,
         lambda pk: api_key_revoke(agent=request.agent, key_id=pk, by_user=request.user),
     )
-    messages.success(request, outcome.summary(verb="Revoked", noun="key", plural="keys"))
-    return redirect("workspaces:api_key_list")
+    messages.success(request, outcome.summary(verb="Revoked", noun=KEYS))
+    return redirect(list_url)
