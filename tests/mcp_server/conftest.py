@@ -29,20 +29,30 @@ class Grant:
     scope: str
 
 
-def register_client(name: str = "Test MCP client") -> str:
-    answer = Client().post(
+def client_metadata(**fields) -> dict:
+    """A public client's registration (RFC 7591) as an MCP client sends it; `fields` override."""
+    return {
+        "client_name": "Test MCP client",
+        "redirect_uris": [REDIRECT_URI],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        **fields,
+    }
+
+
+def register(body: dict | bytes, **extra):
+    """POST a registration, a dict as JSON or raw bytes as they are; the response."""
+    return Client().post(
         "/oauth/register/",
-        data=orjson.dumps(
-            {
-                "client_name": name,
-                "redirect_uris": [REDIRECT_URI],
-                "grant_types": ["authorization_code", "refresh_token"],
-                "response_types": ["code"],
-                "token_endpoint_auth_method": "none",
-            }
-        ),
+        data=body if isinstance(body, bytes) else orjson.dumps(body),
         content_type="application/json",
+        **extra,
     )
+
+
+def register_client(name: str = "Test MCP client") -> str:
+    answer = register(client_metadata(client_name=name))
     assert answer.status_code == 201, answer.content
     return answer.json()["client_id"]
 

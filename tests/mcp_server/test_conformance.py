@@ -22,10 +22,12 @@ from tests.mcp_server.conftest import (
     MCP_RESOURCE,
     REDIRECT_URI,
     authorize_query,
+    client_metadata,
     consent_form,
     mcp_post,
     obtain_grant,
     pkce_pair,
+    register,
     register_client,
 )
 
@@ -34,24 +36,8 @@ pytestmark = pytest.mark.django_db
 ISSUER = "http://testserver"
 
 
-def _register(body, **extra):
-    return Client().post(
-        "/oauth/register/",
-        data=body if isinstance(body, bytes) else orjson.dumps(body),
-        content_type="application/json",
-        **extra,
-    )
-
-
 def _metadata(**fields) -> dict:
-    return {
-        "client_name": "Conformance client",
-        "redirect_uris": [REDIRECT_URI],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": "none",
-        **fields,
-    }
+    return client_metadata(client_name="Conformance client", **fields)
 
 
 def _address() -> str:
@@ -75,7 +61,7 @@ def _address() -> str:
     ],
 )
 def test_registration_refuses_every_other_grant_type(grants):
-    answer = _register(_metadata(grant_types=grants))
+    answer = register(_metadata(grant_types=grants))
     assert answer.status_code == 400, answer.content
     assert answer.json()["error"] == "invalid_client_metadata"
     assert "authorization_code" in answer.json()["error_description"]
@@ -84,7 +70,7 @@ def test_registration_refuses_every_other_grant_type(grants):
 
 @pytest.mark.parametrize("response_types", [["token"], ["code", "token"], [], "code"])
 def test_registration_refuses_other_response_types(response_types):
-    answer = _register(_metadata(response_types=response_types))
+    answer = register(_metadata(response_types=response_types))
     assert answer.status_code == 400
     assert not Application.objects.exists()
 
@@ -124,26 +110,26 @@ def test_the_token_endpoint_issues_nothing_for_other_grants(grant_type, register
 
 def test_registration_caps_redirect_uris():
     uris = [f"https://client.example/cb/{n}" for n in range(11)]
-    answer = _register(_metadata(redirect_uris=uris))
+    answer = register(_metadata(redirect_uris=uris))
     assert answer.status_code == 400
     assert "1 to 10" in answer.json()["error_description"]
-    assert _register(_metadata(redirect_uris=uris[:10])).status_code == 201
+    assert register(_metadata(redirect_uris=uris[:10])).status_code == 201
     thousand = [f"https://client.example/cb/{n}" for n in range(1000)]
-    assert _register(_metadata(redirect_uris=thousand)).status_code == 400
+    assert register(_metadata(redirect_uris=thousand)).status_code == 400
 
 
 def test_registration_is_rate_limited_per_address_with_retry_after(settings):
     settings.OAUTH_REGISTRATION_RATE_LIMIT = "5/hour"
     address = _address()
-    statuses = [_register(_metadata(), REMOTE_ADDR=address).status_code for _ in range(5)]
+    statuses = [register(_metadata(), REMOTE_ADDR=address).status_code for _ in range(5)]
     assert statuses == [201] * 5
-    refused = _register(_metadata(), REMOTE_ADDR=address)
+    refused = register(_metadata(), REMOTE_ADDR=address)
     assert refused.status_code == 429
     assert refused.json()["error"] == "rate_limited"
     assert 1 <= int(refused["Retry-After"]) <= 3600
     assert Application.objects.count() == 5
     # Another address has its own window.
-    assert _register(_metadata(), REMOTE_ADDR=_address()).status_code == 201
+    assert register(_metadata(), REMOTE_ADDR=_address()).status_code == 201
 
 
 def test_the_token_endpoint_is_rate_limited_per_address_with_retry_after(settings):
@@ -165,7 +151,7 @@ def test_the_token_endpoint_is_rate_limited_per_address_with_retry_after(setting
 @pytest.mark.parametrize("depth", [100, 1000, 5000])
 def test_nested_json_on_registration_is_invalid_metadata(depth):
     nested = b'{"client_name": ' + b"[" * depth + b"]" * depth + b"}"
-    answer = _register(nested)
+    answer = register(nested)
     assert answer.status_code == 400
     assert answer.json()["error"] == "invalid_client_metadata"
 
@@ -301,7 +287,7 @@ def test_mcp_refuses_a_foreign_origin(owner, agent, settings):
     ],
 )
 def test_redirect_uris_follow_rfc_8252(uri, accepted):
-    answer = _register(_metadata(redirect_uris=[uri]))
+    answer = register(_metadata(redirect_uris=[uri]))
     if accepted:
         assert answer.status_code == 201, answer.content
     else:
@@ -311,7 +297,7 @@ def test_redirect_uris_follow_rfc_8252(uri, accepted):
 
 def test_a_private_use_scheme_client_completes_the_flow(owner, agent):
     redirect = "cursor://anysphere.cursor-retrieval/oauth/callback"
-    client_id = _register(_metadata(redirect_uris=[redirect])).json()["client_id"]
+    client_id = register(_metadata(redirect_uris=[redirect])).json()["client_id"]
     verifier, challenge = pkce_pair()
     browser = Client()
     browser.force_login(owner)

@@ -21,9 +21,11 @@ from tests.mcp_server.conftest import (
     MCP_RESOURCE,
     REDIRECT_URI,
     authorize_query,
+    client_metadata,
     consent_form,
     obtain_grant,
     pkce_pair,
+    register,
     register_client,
 )
 
@@ -74,10 +76,6 @@ TOKEN_PARAMETERS = [
 ]
 
 
-def _register_raw(body: bytes):
-    return Client().post("/oauth/register/", data=body, content_type="application/json")
-
-
 def _assert_oauth_error(answer, *, allowed=(400, 401)) -> None:
     assert answer.status_code < 500, answer.content[:300]
     assert answer.status_code in allowed, (answer.status_code, answer.content[:300])
@@ -85,13 +83,7 @@ def _assert_oauth_error(answer, *, allowed=(400, 401)) -> None:
 
 
 def _valid_metadata() -> dict:
-    return {
-        "client_name": "Hostile",
-        "redirect_uris": [REDIRECT_URI],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": "none",
-    }
+    return client_metadata(client_name="Hostile")
 
 
 # --- registration --------------------------------------------------------------------------
@@ -102,7 +94,7 @@ def _valid_metadata() -> dict:
 def test_every_registration_field_with_every_hostile_value(field, value):
     metadata = {name: item for name, item in _valid_metadata().items() if name != field}
     body = orjson.dumps(metadata)[:-1] + f',"{field}":'.encode() + VALUES[value] + b"}"
-    answer = _register_raw(body)
+    answer = register(body)
     if answer.status_code == 201:
         # Only a field we ignore, or a value that is valid for it, registers.
         assert field in {"scope", "client_uri", "an_unknown_field", "client_name"}, value
@@ -116,7 +108,7 @@ def test_every_hostile_redirect_uri_item(value):
     metadata = _valid_metadata()
     del metadata["redirect_uris"]
     body = orjson.dumps(metadata)[:-1] + b',"redirect_uris":[' + VALUES[value] + b"]}"
-    _assert_oauth_error(_register_raw(body), allowed=(400,))
+    _assert_oauth_error(register(body), allowed=(400,))
     assert not Application.objects.exists()
 
 
@@ -124,7 +116,7 @@ def test_every_hostile_redirect_uri_item(value):
 def test_hostile_strings_in_redirect_uris_and_names(text):
     value = HOSTILE_TEXT[text]
     for field, item in (("redirect_uris", [f"https://c.example/{value}"]), ("client_name", value)):
-        answer = _register_raw(orjson.dumps({**_valid_metadata(), field: item}))
+        answer = register(orjson.dumps({**_valid_metadata(), field: item}))
         assert answer.status_code in (201, 400), answer.content[:300]
 
 
@@ -134,7 +126,7 @@ def test_hostile_strings_in_redirect_uris_and_names(text):
     ids=lambda body: f"{len(body)} bytes",
 )
 def test_whole_hostile_registration_bodies(body):
-    _assert_oauth_error(_register_raw(body), allowed=(400,))
+    _assert_oauth_error(register(body), allowed=(400,))
     assert not Application.objects.exists()
 
 
