@@ -391,6 +391,7 @@ class OtlpTracesViewSet(AgentViewSet):
     error_statuses = {"create": (413, 415)}
     openapi_tags = ["Ingest"]
     parser_classes: list = []
+    reads_chunked_bodies = True  # _raw_body decodes the framing (apps.api.middleware)
 
     @extend_schema(
         summary="Record OpenTelemetry traces (OTLP/HTTP, extension)",

@@ -76,8 +76,10 @@ _DRAIN_LIMIT_BYTES = 16 * 1024 * 1024
 _edge_logger = logging.getLogger("apps.api")
 
 
-# The OTLP/HTTP traces endpoints (apps.activity.api): their view reads chunked bodies.
-_READS_CHUNKED_BODIES = re.compile(r"/otlp/v1/traces/?$")
+def reads_chunked_bodies(view) -> bool:
+    """Whether a view decodes `Transfer-Encoding: chunked` itself: it says so with a
+    `reads_chunked_bodies = True` attribute (on a view class, or on a function view)."""
+    return bool(getattr(getattr(view, "cls", view), "reads_chunked_bodies", False))
 
 
 class HttpEdgesMiddleware:
@@ -89,9 +91,10 @@ class HttpEdgesMiddleware:
       and one warning line.
     - `Transfer-Encoding: chunked`: WSGI gives Django no length, so it would read the body as
       empty and the view would answer as if nothing was sent. Refused clearly instead (400 on
-      /v1, whose errors are the contract's ten names; 411 elsewhere), except on the OTLP
-      traces endpoints, whose view decodes the framing itself (OpenTelemetry's Node exporter
-      always sends chunked bodies).
+      /v1, whose errors are the contract's ten names; 411 elsewhere), except for a view that
+      says it `reads_chunked_bodies` and decodes the framing itself (the OTLP traces endpoint:
+      OpenTelemetry's Node exporter always sends chunked bodies). Checked once the URL is
+      resolved, before any view or later middleware can read the body as empty.
     - 413: the server answered before reading the body; reading the rest keeps the connection
       usable for the client's next request (gunicorn otherwise drops it after answering
       `Connection: keep-alive`), up to 16 MiB declared; a larger body is never read.
@@ -105,14 +108,16 @@ class HttpEdgesMiddleware:
             request.get_host()
         except DisallowedHost:
             return _sized(self._refuse_host(request))
-        if "chunked" in request.META.get(
-            "HTTP_TRANSFER_ENCODING", ""
-        ).lower() and not _READS_CHUNKED_BODIES.search(request.path):
-            return _sized(self._refuse_chunked(request))
         response = self.get_response(request)
         if response.status_code == 413:
             _drain(request)
         return response
+
+    def process_view(self, request: HttpRequest, view, _args, _kwargs) -> HttpResponse | None:
+        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not reads_chunked_bodies(view):
+            return _sized(self._refuse_chunked(request))
+        return None
 
     def _refuse_host(self, request: HttpRequest) -> HttpResponse:
         host = request.META.get("HTTP_HOST", "")[:100]
