@@ -7,9 +7,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
+from oauth2_provider.settings import oauth2_settings
 
 from apps.common.errors import BadRequest, InsufficientScope, NotFound, Unauthorized
-from apps.mcp_server.models import ConnectedApplication
+from apps.mcp_server.models import ConnectedApplication, SpentAuthorizationCode
 from apps.mcp_server.oauth import GRANTABLE_SCOPES, agent_scope, split_grant_scopes
 from apps.mcp_server.resource_tokens import resource_token_sign
 from apps.workspaces.models import Agent, ApiKey
@@ -145,3 +146,12 @@ def _touch_last_used(connection: ConnectedApplication, now: datetime | None = No
         return
     ConnectedApplication.objects.filter(pk=connection.pk).update(last_used_at=now)
     connection.last_used_at = now
+
+
+def spent_codes_sweep(*, now: datetime | None = None) -> int:
+    """Forget exchanged authorization codes once every token issued from them has expired: a
+    replay after that has nothing left to revoke. Returns how many were forgotten."""
+    lifetime = timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
+    cutoff = (now or timezone.now()) - lifetime
+    deleted, _ = SpentAuthorizationCode.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
-from apps.mcp_server.models import ConnectedApplication
+from apps.mcp_server.models import ConnectedApplication, SpentAuthorizationCode
 from apps.mcp_server.resource_tokens import resource_token_sign
 from apps.mcp_server.services import connected_app_revoke
 from apps.workspaces.models import ApiKey, Membership
@@ -339,8 +339,14 @@ def test_the_hourly_sweep_removes_expired_tokens(grant_for, owner, agent):
 
     grant_for(owner, agent, ["runs:read"])
     assert AccessToken.objects.filter(user=owner).exists()
+    assert SpentAuthorizationCode.objects.count() == 1
+    with time_machine.travel(timezone.now() + timedelta(days=29)):
+        assert clear_expired_tokens() == "cleared"
+    # Its refresh token still lives: a replay of its code must still be able to revoke it.
+    assert SpentAuthorizationCode.objects.count() == 1
     with time_machine.travel(timezone.now() + timedelta(days=31)):
         assert clear_expired_tokens() == "cleared"
     assert not AccessToken.objects.filter(user=owner).exists()
+    assert not SpentAuthorizationCode.objects.exists()
     # The grant itself stays until someone disconnects it.
     assert ConnectedApplication.objects.filter(agent=agent, revoked_at__isnull=True).exists()
