@@ -11,9 +11,10 @@ import orjson
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from oauth2_provider import views as oauth_views
 from oauth2_provider.models import get_application_model
+from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import dynamic_client_registration as dcr
 
 from apps.api.parsing import check_depth
@@ -44,25 +45,25 @@ def _rate_limited(request: HttpRequest, *, what: str, rate_text: str) -> JsonRes
     return response
 
 
-def _metadata(request: HttpRequest) -> tuple[dict | None, JsonResponse | None]:
+def _metadata(request: HttpRequest) -> dict | JsonResponse:
     """The body as client metadata checked against our rules, or the error to answer."""
     body = request.body
     if len(body) > MAX_REGISTRATION_BYTES:
-        return None, _error("invalid_client_metadata", "The registration body is too large.")
+        return _error("invalid_client_metadata", "The registration body is too large.")
     try:
         data = orjson.loads(body)
         check_depth(data)
     except orjson.JSONDecodeError:
-        return None, _error("invalid_client_metadata", "The body must be a JSON object.")
+        return _error("invalid_client_metadata", "The body must be a JSON object.")
     except BadRequest as exc:
-        return None, _error("invalid_client_metadata", exc.message)
+        return _error("invalid_client_metadata", exc.message)
     problem = client_metadata_problem(data)
     if problem:
         redirect = problem.startswith("redirect_uris")
-        return None, _error(
+        return _error(
             "invalid_redirect_uri" if redirect else "invalid_client_metadata", problem
         )
-    return data, None
+    return data
 
 
 class ClientRegistrationView(oauth_views.DynamicClientRegistrationView):
@@ -77,23 +78,19 @@ class ClientRegistrationView(oauth_views.DynamicClientRegistrationView):
         )
         if refused is not None:
             return refused
-        data, error = _metadata(request)
-        if error is not None:
-            return error
-        app_kwargs, error = dcr._build_application_kwargs(data)
-        if error is not None:
-            return error
+        data = _metadata(request)
+        if isinstance(data, JsonResponse):
+            return data
         application_model = get_application_model()
         application = application_model(
-            user=None, registration_source=application_model.RegistrationSource.DCR, **app_kwargs
+            user=None, registration_source=application_model.RegistrationSource.DCR
         )
+        error = _apply_metadata(application, data)
+        if error is not None:
+            return error
         raw_secret = (
             application.client_secret if application.client_type == "confidential" else None
         )
-        try:
-            application.clean_fields()
-        except ValidationError as exc:
-            return _error("invalid_client_metadata", dcr._validation_error_description(exc))
         with transaction.atomic():
             application.save()
             raw_registration_token = dcr._issue_registration_token(application, None)
@@ -103,14 +100,44 @@ class ClientRegistrationView(oauth_views.DynamicClientRegistrationView):
         return JsonResponse(answer, status=201)
 
 
-class ClientManagementView(oauth_views.DynamicClientRegistrationManagementView):
-    """RFC 7592 reads, updates and deletes; an update follows the registration's rules."""
+def _apply_metadata(application, data: dict) -> JsonResponse | None:
+    """Set checked client metadata on an application and validate its fields, or the error to
+    answer. The fields only, not the model's `clean()`: that allows http and https redirect URIs
+    alone, and ours (`redirect_uri_problem`, already applied) allow what RFC 8252 allows."""
+    app_kwargs, error = dcr._build_application_kwargs(data)
+    if error is not None:
+        return error
+    for field, value in app_kwargs.items():
+        setattr(application, field, value)
+    try:
+        application.clean_fields()
+    except ValidationError as exc:
+        return _error("invalid_client_metadata", dcr._validation_error_description(exc))
+    return None
 
-    def put(self, request, *args, **kwargs):
-        _data, error = _metadata(request)
+
+class ClientManagementView(oauth_views.DynamicClientRegistrationManagementView):
+    """RFC 7592 reads, updates and deletes; an update follows the registration's rules (the
+    toolkit's own update would refuse a private-use redirect scheme that registration allows)."""
+
+    def put(self, request, client_id: str, *args, **kwargs):
+        auth = self._authenticate_registration_request(request, client_id)
+        if isinstance(auth, HttpResponse):
+            return auth
+        data = _metadata(request)
+        if isinstance(data, JsonResponse):
+            return data
+        application = auth.application
+        error = _apply_metadata(application, data)
         if error is not None:
             return error
-        return super().put(request, *args, **kwargs)
+        token = auth.presented_token
+        with transaction.atomic():
+            application.save()
+            if oauth2_settings.DCR_ROTATE_REGISTRATION_TOKEN_ON_UPDATE:
+                token = dcr._issue_registration_token(application, application.user)
+                auth.registration_token.delete()
+        return JsonResponse(dcr._application_to_response(application, token, request))
 
 
 # The longest value each OAuth parameter may have (the toolkit's columns, or far past any real

@@ -295,6 +295,29 @@ def test_redirect_uris_follow_rfc_8252(uri, accepted):
         assert answer.json()["error"] == "invalid_redirect_uri"
 
 
+def test_a_client_updates_its_registration_under_the_same_rules():
+    """RFC 7592: a private-use redirect that registration allows, an update allows too; a
+    redirect registration refuses, an update refuses, leaving the client as it was."""
+    registered = register(_metadata(redirect_uris=["cursor://app/cb"])).json()
+    path = urlsplit(registered["registration_client_uri"]).path
+    token = registered["registration_access_token"]
+
+    def update(redirect_uris: list[str], bearer: str | None = token):
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {bearer}"} if bearer else {}
+        body = orjson.dumps(_metadata(redirect_uris=redirect_uris))
+        return Client().put(path, data=body, content_type="application/json", **headers)
+
+    assert update(["cursor://app/cb"], bearer=None).status_code == 401
+    refused = update(["javascript://app/cb"])
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["error"] == "invalid_redirect_uri"
+    updated = update(["cursor://app/cb", "com.example.app:/oauth"])
+    assert updated.status_code == 200, updated.content
+    assert updated.json()["redirect_uris"] == ["cursor://app/cb", "com.example.app:/oauth"]
+    application = Application.objects.get(client_id=registered["client_id"])
+    assert application.redirect_uris.split() == ["cursor://app/cb", "com.example.app:/oauth"]
+
+
 def test_a_private_use_scheme_client_completes_the_flow(owner, agent):
     redirect = "cursor://anysphere.cursor-retrieval/oauth/callback"
     client_id = register(_metadata(redirect_uris=[redirect])).json()["client_id"]
