@@ -1,6 +1,8 @@
 """The console's Team page (members, roles, invitations) and the page an invitation link opens.
 Thin: every rule is in apps.workspaces.services.members."""
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -42,7 +44,7 @@ def _team_page(
         ),
         limit=PAGE_SIZE,
     )
-    context = {
+    context: dict[str, Any] = {
         "section": "team",
         "members": members.rows,
         "next_cursor": members.next_cursor,

@@ -19,6 +19,7 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -306,7 +307,7 @@ def _a(role: str) -> str:
 
 @dataclass(frozen=True)
 class MemberRemoval:
-    user: object
+    user: Any  # the AUTH_USER_MODEL row
     keys_revoked: int
     invitations_revoked: int
 
