@@ -8,7 +8,7 @@ from django.test import Client
 
 from apps.workspaces.models import ApiKey, Invitation, Membership
 from apps.workspaces.services import invitation_create
-from tests.conftest import console_client
+from tests.conftest import ApiClient, console_client
 from tests.factories import api_key_factory, user_factory
 
 pytestmark = pytest.mark.django_db
@@ -213,3 +213,20 @@ def test_admin_rows_are_read_only_and_actions_use_the_services(staff_client, own
 def test_admin_is_for_staff_only(owner, agent):
     response = console_client(owner, agent).get("/admin/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_removal_refused_by_the_key_cache_says_so_and_changes_nothing(
+    owner, member, workspace, agent, private_redis
+):
+    key, raw = api_key_factory(agent=agent, scopes=["runs:read"], created_by=member)
+    assert ApiClient(raw).get("/v1/connection").status == 200  # cached
+    membership = Membership.objects.get(user=member)
+    client = console_client(owner, agent)
+    private_redis.client().execute_command("CLIENT", "PAUSE", 4000, "WRITE")
+    try:
+        html = client.post(f"/team/members/{membership.pk}/remove/", follow=True).content.decode()
+    finally:
+        private_redis.client().execute_command("CLIENT", "UNPAUSE")
+    assert "could not be cleared" in html and "Removed Mo Member" not in html
+    assert Membership.objects.filter(pk=membership.pk).exists()
+    assert ApiKey.objects.get(pk=key.pk).revoked_at is None
