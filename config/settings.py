@@ -367,6 +367,19 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cook
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
+# Team invitations (apps.workspaces.services.members, docs/team.md): a link works this many
+# days, once. An invitation with an address is also sent by e-mail through Django's mail API:
+# the console backend (printed to the web process's output) unless an SMTP server is given.
+TEAM_INVITATION_DAYS = env_int("TEAM_INVITATION_DAYS", 7, minimum=1)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Agent console <console@localhost>")
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},

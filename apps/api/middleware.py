@@ -41,7 +41,8 @@ class RequestIdMiddleware:
             extra={
                 "request_id": request_id,
                 "method": request.method,
-                "path": request.path,
+                # A view whose path holds a secret (an invitation link) sets `log_path`.
+                "path": getattr(request, "log_path", request.path),
                 "status": response.status_code,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                 "api_key": getattr(request, "api_key_prefix", None),

@@ -13,6 +13,7 @@ from apps.common.errors import BadRequest, InsufficientScope, NotFound, Unauthor
 from apps.mcp_server.models import ConnectedApplication, SpentAuthorizationCode
 from apps.mcp_server.oauth import GRANTABLE_SCOPES, agent_scope, split_grant_scopes
 from apps.mcp_server.resource_tokens import resource_token_sign
+from apps.workspaces.events import MemberRemoved
 from apps.workspaces.models import Agent, ApiKey
 from apps.workspaces.selectors import agent_list_for_user, is_workspace_owner
 from apps.workspaces.services import api_key_create, api_key_grant_check, api_key_revoke_now
@@ -101,6 +102,17 @@ def _revoke(connection: ConnectedApplication) -> None:
         ).delete()
 
     api_key_revoke_now(connection.grant_key, then=end_oauth_tokens)
+
+
+def connected_apps_end_for_member(event: MemberRemoved) -> None:
+    """A person who leaves a workspace (or is removed) no longer acts there through the
+    applications they connected: each grant ends as if revoked (listener of
+    apps.workspaces.events.member_removed, inside the removal's transaction)."""
+    connections = ConnectedApplication.objects.filter(
+        user_id=event.user_id, agent__workspace=event.workspace, revoked_at__isnull=True
+    ).select_related("grant_key", "agent")
+    for connection in connections:
+        _revoke(connection)
 
 
 def _is_for(connection: ConnectedApplication, scope: str) -> bool:

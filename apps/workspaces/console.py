@@ -56,6 +56,7 @@ NAVIGATION = (
     ("Agents", "workspaces:agent_list", "agents", False),
     ("API keys", "workspaces:api_key_list", "api_keys", False),
     ("Connected apps", "mcp_server:connected_app_list", "connected_apps", False),
+    ("Team", "workspaces:team", "team", False),
     ("Data retention", "retention:retention_settings", "retention", True),
 )
 

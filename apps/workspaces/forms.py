@@ -4,7 +4,7 @@ from django import forms
 from django.utils import timezone
 
 from apps.api.scopes import ALL_SCOPES, CONTRACT_SCOPES
-from apps.workspaces.models import Agent, Effort
+from apps.workspaces.models import Agent, Effort, Membership
 
 # The furthest expiry date the console accepts; past it, choose Never.
 MAX_EXPIRY_DAYS = 36500
@@ -17,6 +17,18 @@ EXPIRY_CHOICES = [
     ("90", "In 90 days"),
     ("date", "On a date"),
 ]
+
+
+class ServiceErrorForm(forms.Form):
+    """A form whose service names the field of its errors (`name: give the key a name ...`)."""
+
+    def add_service_error(self, message: str) -> None:
+        """Put a service's `field: message` on its field, anything else on the form."""
+        field, _, text = message.partition(": ")
+        if text and field in self.fields:
+            self.add_error(field, text)
+        else:
+            self.add_error(None, message)
 
 
 class ApiKeyCreateForm(forms.Form):
@@ -60,7 +72,7 @@ class ApiKeyCreateForm(forms.Form):
         return expires_at
 
 
-class AgentConfigForm(forms.Form):
+class AgentConfigForm(ServiceErrorForm):
     """The console's Agent configuration form. It only collects; the rules (and their error
     messages) are apps.workspaces.configuration's, the same the API applies."""
 
@@ -104,10 +116,24 @@ class AgentConfigForm(forms.Form):
             ],
         }
 
-    def add_service_error(self, message: str) -> None:
-        """Put a service's `field: message` on its field, anything else on the form."""
-        field, _, text = message.partition(": ")
-        if text and field in self.fields:
-            self.add_error(field, text)
-        else:
-            self.add_error(None, message)
+
+class InvitationCreateForm(ServiceErrorForm):
+    """Invite by link, and by e-mail when an address is given (the service checks it)."""
+
+    email = forms.CharField(required=False, max_length=254, strip=True)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
+
+
+class AccountCreateForm(ServiceErrorForm):
+    """A new account to accept an invitation with; the service validates the password."""
+
+    name = forms.CharField(max_length=150, strip=True)
+    email = forms.CharField(required=False, max_length=254, strip=True)
+    password = forms.CharField(strip=False, widget=forms.PasswordInput)
+    password_again = forms.CharField(strip=False, widget=forms.PasswordInput)
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        if data.get("password") and data.get("password") != data.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return data

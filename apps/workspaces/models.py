@@ -44,6 +44,10 @@ class Membership(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["workspace", "user"], name="membership_unique_user"),
         ]
+        indexes = [
+            # The Team page: a workspace's members, longest-standing first (keyset).
+            models.Index(fields=["workspace", "created_at", "id"], name="membership_ws_joined"),
+        ]
 
     @property
     def is_owner(self) -> bool:
@@ -224,3 +228,61 @@ class ConsolePreference(models.Model):
 
     def __str__(self) -> str:
         return f"Console preference of {self.user_id}"
+
+
+class Invitation(models.Model):
+    """An owner's offer to join a workspace with a role, by a one-time link (and by e-mail when
+    an address is given). Only the SHA-256 of the link's token is kept: the link is shown once.
+    It can be used once, until `expires_at`, unless revoked first (apps.workspaces.services.
+    members)."""
+
+    id = models.CharField(
+        primary_key=True, max_length=40, default=id_factory("inv"), editable=False
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
+    # "" for a link invitation, which whoever holds the link may accept; with an address, only
+    # an account of that address may.
+    email = models.EmailField(blank=True, default="")
+    role = models.CharField(
+        max_length=10, choices=Membership.Role.choices, default=Membership.Role.MEMBER
+    )
+    # SHA-256 of the link's token (256-bit random, so a fast hash is enough); unique so
+    # opening a link is one lookup.
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The Team page: a workspace's open (neither accepted nor revoked) invitations,
+            # newest first (keyset).
+            models.Index(
+                fields=["workspace", "-created_at", "-id"],
+                name="invitation_ws_open",
+                condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Invitation to {self.workspace_id} ({self.email or 'link'})"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+    @property
+    def status(self) -> str:
+        """`accepted`, `revoked`, `expired` or `pending`, in that precedence."""
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.is_expired else "pending"

@@ -1,9 +1,17 @@
 """Reads for workspaces, Agents, their revisions and API keys."""
 
-from django.db.models import CharField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import CharField, Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Now
 
 from apps.common.errors import BadRequest, NotFound
-from apps.workspaces.models import Agent, AgentRevision, ApiKey, Membership, Workspace
+from apps.workspaces.models import (
+    Agent,
+    AgentRevision,
+    ApiKey,
+    Invitation,
+    Membership,
+    Workspace,
+)
 
 
 def membership_get(*, user, workspace_id: str) -> Membership | None:
@@ -104,3 +112,34 @@ def workspace_list_for_key(*, key: ApiKey) -> QuerySet[Workspace]:
         return workspaces.annotate(role=Value(None, output_field=CharField()))
     role = Membership.objects.filter(workspace=OuterRef("pk"), user_id=key.created_by_id)
     return workspaces.annotate(role=Subquery(role.values("role")[:1]))
+
+
+def member_list(*, workspace_id: str) -> QuerySet[Membership]:
+    """A workspace's memberships with their people and how many active API keys each created
+    there (removal revokes them); the caller orders and pages them."""
+    active_keys = (
+        ApiKey.objects.filter(
+            agent__workspace_id=workspace_id,
+            created_by_id=OuterRef("user_id"),
+            kind=ApiKey.Kind.KEY,
+            revoked_at__isnull=True,
+        )
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=Now()))
+        .order_by()
+        .values("created_by_id")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    return (
+        Membership.objects.filter(workspace_id=workspace_id)
+        .select_related("user")
+        .annotate(active_key_count=Coalesce(Subquery(active_keys), 0))
+    )
+
+
+def invitation_list_open(*, workspace_id: str) -> QuerySet[Invitation]:
+    """A workspace's invitations neither accepted nor revoked (expired ones included, so an
+    owner sees them lapse); the caller orders and pages them."""
+    return Invitation.objects.filter(
+        workspace_id=workspace_id, accepted_at__isnull=True, revoked_at__isnull=True
+    ).select_related("created_by")

@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from apps.knowledge.models import KnowledgeDocument
 from apps.tools.models import McpServer
+from apps.workspaces.services import invitation_create
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
-from tests.factories import api_key_factory
+from tests.factories import api_key_factory, membership_factory, user_factory
 from tests.knowledge.conftest import make_file_document
 from tests.webhooks.factories import delivery_factory, webhook_factory
 
@@ -84,6 +85,21 @@ def filled(agent, owner, sibling_agent):
         status="failed",
         error_message="The server did not answer the MCP handshake within 10 s.",
     )
+    teammate = user_factory(
+        email="konstantin.papadopoulos-vanderbilt@example-enterprise.com",
+        first_name="Konstantin",
+        last_name="Papadopoulos-Vanderbilt",
+    )
+    membership_factory(workspace=agent.workspace, user=teammate)
+    api_key_factory(agent=agent, scopes=["runs:read"], created_by=teammate, name="Their job")
+    invitation_create(
+        workspace=agent.workspace,
+        by_user=owner,
+        role="member",
+        email="bartholomew.featherstonehaugh@example-enterprise.com",
+        site_url="http://testserver",
+    )
+    invitation_create(workspace=agent.workspace, by_user=owner, role="owner", site_url="x")
     return {"user": user}
 
 
@@ -101,6 +117,7 @@ def _pages(filled) -> list[str]:
         "/agents/",
         "/api-keys/",
         "/connected-apps/",
+        "/team/",
     ]
 
 
@@ -194,7 +211,15 @@ def test_rows_are_cards_with_their_status_and_actions_at_390(console_page, fille
             found[path] = result["problems"]
     assert found == {}, "\n".join(f"{path}: {problems}" for path, problems in found.items())
     # The walk saw the rows it was meant to judge.
-    for path in ("/conversations/", "/users/", "/runs/", "/knowledge/", "/webhooks/", "/tools/"):
+    for path in (
+        "/conversations/",
+        "/users/",
+        "/runs/",
+        "/knowledge/",
+        "/webhooks/",
+        "/tools/",
+        "/team/",
+    ):
         assert rows[path] > 0, path
 
 

@@ -3,6 +3,7 @@
 - `workspaces`: a workspace and its owner's membership;
 - `agents`: Agents, their configuration with revisions, archive and restore;
 - `api_keys`: creating keys and who may grant what, revoking them, authenticating a bearer key;
+- `members`: the team: invitations, roles, removal and leaving, ownership;
 - `key_cache`: the cache authentication reads, and the writes that keep it coherent (the
   revocation that takes effect on the next request, the `last_used_at` touch).
 
@@ -36,9 +37,33 @@ from apps.workspaces.services.key_cache import (
     api_key_cache_forget_for_agent,
     api_key_revoke_now,
 )
+from apps.workspaces.services.members import (
+    InvitationCreated,
+    MemberRemoval,
+    invitation_accept,
+    invitation_accept_with_new_account,
+    invitation_by_token,
+    invitation_check,
+    invitation_create,
+    invitation_revoke,
+    member_remove,
+    member_role_change,
+    ownership_transfer,
+)
 from apps.workspaces.services.workspaces import workspace_create
 
 __all__ = [
+    "InvitationCreated",
+    "MemberRemoval",
+    "invitation_accept",
+    "invitation_accept_with_new_account",
+    "invitation_by_token",
+    "invitation_check",
+    "invitation_create",
+    "invitation_revoke",
+    "member_remove",
+    "member_role_change",
+    "ownership_transfer",
     "SYSTEM_ACTOR",
     "Actor",
     "actor_for_key",

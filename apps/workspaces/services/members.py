@@ -1,0 +1,374 @@
+"""The team of a workspace: invitations, roles, removal and ownership. One service per
+transition, each checking its precondition; the console's Team page, the invitation page and the
+admin all end here, so every change of a team passes through one of these functions.
+
+Rules (docs/team.md):
+- only owners manage the team; any member may leave;
+- a workspace always keeps an owner: demoting, removing or leaving as its last owner is a
+  Conflict (transfer ownership first);
+- a person who leaves or is removed loses at once everything that acts as them there: the API
+  keys they created (revoked through `api_key_revoke_now`, tombstoned in the key cache, so the
+  browser tokens those keys minted die with them), the pending invitations they sent, and,
+  through the `member_removed` announcement, what other apps hold for them (connected
+  applications). Their console session stops showing the workspace on its next request, since
+  every console request reads the membership again.
+"""
+
+import hashlib
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.common.errors import BadRequest, Conflict, InsufficientScope, NotFound
+from apps.workspaces.events import MemberRemoved, announce_member_removed
+from apps.workspaces.models import ApiKey, Invitation, Membership, Workspace
+from apps.workspaces.services.key_cache import api_key_revoke_now
+
+logger = logging.getLogger(__name__)
+
+# What InsufficientScope names when a member tries an owner's team change (no API key scope
+# covers the team: it is managed in the console).
+OWNER_REQUIRED = "workspace:owner"
+ROLES = tuple(Membership.Role.values)
+
+
+def _hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _lock_workspace(workspace: Workspace) -> None:
+    """Team changes of one workspace run one at a time: two owners demoting each other at once
+    must not leave it without an owner."""
+    Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+
+
+def _owner_check(*, workspace: Workspace, by_user) -> None:
+    """`by_user=None` is an operator (the admin, a command), who may do anything."""
+    if by_user is None:
+        return
+    if not Membership.objects.filter(
+        workspace=workspace, user_id=by_user.pk, role=Membership.Role.OWNER
+    ).exists():
+        raise InsufficientScope(OWNER_REQUIRED, "Only workspace owners can manage the team.")
+
+
+def _membership(*, workspace: Workspace, membership_id) -> Membership:
+    membership = (
+        Membership.objects.select_related("user")
+        .filter(workspace=workspace, pk=membership_id)
+        .first()
+        if str(membership_id).isdigit()
+        else None
+    )
+    if membership is None:
+        raise NotFound("No such member of this workspace.")
+    return membership
+
+
+def _other_owner_check(membership: Membership, *, doing: str) -> None:
+    others = Membership.objects.filter(
+        workspace_id=membership.workspace_id, role=Membership.Role.OWNER
+    ).exclude(pk=membership.pk)
+    if membership.is_owner and not others.exists():
+        raise Conflict(
+            f"A workspace needs an owner: {doing} is not possible for its last owner. "
+            "Make someone else an owner (or transfer ownership) first."
+        )
+
+
+def _role_check(role: str) -> str:
+    if role not in ROLES:
+        raise BadRequest(f"role: choose one of {', '.join(ROLES)}.")
+    return role
+
+
+def _display(user) -> str:
+    return user.get_full_name() or user.email or user.get_username()
+
+
+# --- Invitations ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InvitationCreated:
+    invitation: Invitation
+    # The one-time link, shown once: only its token's hash is stored.
+    link: str
+    # With an address: whether the e-mail went out, and why not.
+    email_sent: bool
+    email_error: str | None
+
+
+def invitation_create(
+    *, workspace: Workspace, by_user, role: str, email: str = "", site_url: str
+) -> InvitationCreated:
+    """Invite someone to `workspace` with `role`: a one-time link that expires after
+    TEAM_INVITATION_DAYS, sent by e-mail when `email` is given. Inviting an address that has
+    an open invitation replaces it (the old link stops working); an address that is already a
+    member's is a Conflict. `site_url` (scheme and host) makes the link absolute."""
+    role = _role_check(role)
+    email = (email or "").strip().lower()
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise BadRequest("email: enter a valid e-mail address, or leave it empty.") from None
+    with transaction.atomic():
+        _lock_workspace(workspace)
+        _owner_check(workspace=workspace, by_user=by_user)
+        if (
+            email
+            and Membership.objects.filter(workspace=workspace, user__email__iexact=email).exists()
+        ):
+            raise Conflict(f"{email} is already a member of this workspace.")
+        now = timezone.now()
+        if email:  # one open invitation per address: the new one replaces the old
+            _open_invitations(workspace).filter(email=email).update(revoked_at=now)
+        token = secrets.token_urlsafe(32)
+        invitation = Invitation.objects.create(
+            workspace=workspace,
+            email=email,
+            role=role,
+            token_hash=_hash_token(token),
+            created_by=by_user,
+            created_at=now,
+            expires_at=now + timedelta(days=settings.TEAM_INVITATION_DAYS),
+        )
+    link = site_url.rstrip("/") + reverse("workspaces:invitation_accept", args=[token])
+    sent, error = (
+        _send_invitation(invitation, link=link, by_user=by_user) if email else (False, None)
+    )
+    return InvitationCreated(invitation=invitation, link=link, email_sent=sent, email_error=error)
+
+
+def _send_invitation(invitation: Invitation, *, link: str, by_user) -> tuple[bool, str | None]:
+    """The invitation e-mail through Django's mail API. A mail server that refuses is reported
+    to the owner (who still has the link to send), not an error: the invitation stands."""
+    inviter = _display(by_user) if by_user is not None else "An administrator"
+    workspace = invitation.workspace.name
+    body = (
+        f"{inviter} invited you to join the workspace “{workspace}” on the Agent console "
+        f"as {invitation.get_role_display().lower()}.\n\n"
+        f"Accept the invitation: {link}\n\n"
+        f"The link works once and expires on {invitation.expires_at:%Y-%m-%d %H:%M} UTC. "
+        "If you did not expect it, ignore this e-mail."
+    )
+    try:
+        send_mail(
+            f"You are invited to {workspace}", body, None, [invitation.email], fail_silently=False
+        )
+    except Exception as exc:  # SMTP refusal, unreachable server, bad configuration
+        logger.warning("invitation e-mail to %s not sent: %r", invitation.email, exc)
+        return False, "The e-mail could not be sent; copy the link and send it yourself."
+    return True, None
+
+
+def _open_invitations(workspace: Workspace):
+    return Invitation.objects.filter(
+        workspace=workspace, accepted_at__isnull=True, revoked_at__isnull=True
+    )
+
+
+def invitation_revoke(*, workspace: Workspace, invitation_id: str, by_user) -> Invitation:
+    """The link stops working at once. An accepted or already revoked invitation is a
+    Conflict; an expired one can still be revoked (it then leaves the list)."""
+    _owner_check(workspace=workspace, by_user=by_user)
+    invitation = Invitation.objects.filter(workspace=workspace, pk=invitation_id).first()
+    if invitation is None:
+        raise NotFound("No such invitation.")
+    revoked = Invitation.objects.filter(
+        pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True
+    ).update(revoked_at=timezone.now())
+    invitation.refresh_from_db()
+    if not revoked:
+        raise Conflict(f"This invitation was already {invitation.status}.")
+    return invitation
+
+
+def invitation_check(invitation: Invitation | None) -> Invitation:
+    """The invitation a link names if it can still be accepted, or the error that says why
+    not (the page shows it before anyone signs in or creates an account)."""
+    if invitation is None:
+        raise NotFound("This invitation link is not valid. Ask the workspace owner for a new one.")
+    if invitation.status == "accepted":
+        raise Conflict("This invitation has already been used. Ask the owner for a new one.")
+    if invitation.status == "revoked":
+        raise Conflict("This invitation was revoked by the workspace owner.")
+    if invitation.status == "expired":
+        raise Conflict("This invitation has expired. Ask the workspace owner for a new one.")
+    return invitation
+
+
+def invitation_by_token(token: str) -> Invitation | None:
+    return (
+        Invitation.objects.select_related("workspace", "created_by")
+        .filter(token_hash=_hash_token(token))
+        .first()
+    )
+
+
+def invitation_accept(*, token: str, user) -> Membership:
+    """`user` joins the workspace with the invitation's role, and the link is spent. An
+    invitation for an address needs an account of that address."""
+    with transaction.atomic():
+        invitation = invitation_check(
+            Invitation.objects.select_for_update()
+            .select_related("workspace")
+            .filter(token_hash=_hash_token(token))
+            .first()
+        )
+        if invitation.email and invitation.email.lower() != (user.email or "").lower():
+            raise Conflict(
+                f"This invitation is for {invitation.email}; you are signed in as "
+                f"{user.email or user.get_username()}. Sign in with that address to accept it."
+            )
+        if Membership.objects.filter(workspace=invitation.workspace, user=user).exists():
+            raise Conflict(f"You are already a member of {invitation.workspace.name}.")
+        try:
+            with transaction.atomic():
+                membership = Membership.objects.create(
+                    workspace=invitation.workspace, user=user, role=invitation.role
+                )
+        except IntegrityError:  # joined meanwhile through another invitation
+            raise Conflict(f"You are already a member of {invitation.workspace.name}.") from None
+        invitation.accepted_at = timezone.now()
+        invitation.accepted_by = user
+        invitation.save(update_fields=["accepted_at", "accepted_by"])
+    return membership
+
+
+def invitation_accept_with_new_account(
+    *, token: str, email: str, name: str, password: str
+) -> Membership:
+    """Create an account (its e-mail is its sign-in name) and accept the invitation with it, in
+    one transaction: a dead link or a refused password creates nothing."""
+    email = (email or "").strip().lower()
+    name = (name or "").strip()
+    with transaction.atomic():
+        invitation = invitation_check(invitation_by_token(token))
+        if invitation.email:
+            email = invitation.email
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise BadRequest("email: enter a valid e-mail address.") from None
+        if not name or len(name) > 150:
+            raise BadRequest("name: enter your name (up to 150 characters).")
+        users = get_user_model().objects
+        if users.filter(Q(username__iexact=email) | Q(email__iexact=email)).exists():
+            raise Conflict(f"An account for {email} exists already: sign in to accept.")
+        user = users.model(username=email, email=email, first_name=name)
+        try:
+            validate_password(password, user)
+        except ValidationError as exc:
+            raise BadRequest("password: " + " ".join(exc.messages)) from None
+        user.set_password(password)
+        user.save()
+        return invitation_accept(token=token, user=user)
+
+
+# --- Members --------------------------------------------------------------------------------
+
+
+def member_role_change(*, workspace: Workspace, membership_id, role: str, by_user) -> Membership:
+    """Make a member an owner or an owner a member. The last owner cannot be demoted. A demoted
+    owner's keys keep working but lose the owner permissions at once (they are checked against
+    the creator's role on every request)."""
+    role = _role_check(role)
+    with transaction.atomic():
+        _lock_workspace(workspace)
+        _owner_check(workspace=workspace, by_user=by_user)
+        membership = _membership(workspace=workspace, membership_id=membership_id)
+        if membership.role == role:
+            raise Conflict(f"{_display(membership.user)} is already {_a(role)}.")
+        if role == Membership.Role.MEMBER:
+            _other_owner_check(membership, doing="demoting")
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership
+
+
+def _a(role: str) -> str:
+    return f"an {role}" if role[0] in "aeiou" else f"a {role}"
+
+
+@dataclass(frozen=True)
+class MemberRemoval:
+    user: Any  # the AUTH_USER_MODEL row
+    keys_revoked: int
+    invitations_revoked: int
+
+
+def member_remove(*, workspace: Workspace, membership_id, by_user) -> MemberRemoval:
+    """Remove a member (owners), or leave (anyone, their own membership). The last owner can do
+    neither. Everything that acts as the person in this workspace ends in the same transaction
+    (see the module's rules); if the key cache cannot take the revocation, nothing changes."""
+    with transaction.atomic():
+        _lock_workspace(workspace)
+        membership = _membership(workspace=workspace, membership_id=membership_id)
+        leaving = by_user is not None and membership.user_id == by_user.pk
+        if not leaving:
+            _owner_check(workspace=workspace, by_user=by_user)
+        _other_owner_check(membership, doing="leaving" if leaving else "removal")
+        user = membership.user
+        keys = list(
+            ApiKey.objects.filter(
+                agent__workspace=workspace,
+                created_by_id=user.pk,
+                kind=ApiKey.Kind.KEY,
+                revoked_at__isnull=True,
+            )
+        )
+        for key in keys:
+            api_key_revoke_now(key)
+        invitations = (
+            _open_invitations(workspace)
+            .filter(created_by_id=user.pk)
+            .update(revoked_at=timezone.now())
+        )
+        membership.delete()
+        announce_member_removed(
+            MemberRemoved(
+                workspace=workspace,
+                user_id=user.pk,
+                by_user_id=by_user.pk if by_user is not None else None,
+            )
+        )
+    return MemberRemoval(user=user, keys_revoked=len(keys), invitations_revoked=invitations)
+
+
+def ownership_transfer(*, workspace: Workspace, membership_id, by_user) -> Membership:
+    """An owner hands the workspace to a member: the member becomes an owner and the owner a
+    member, in one step."""
+    if by_user is None:
+        raise BadRequest("Ownership is transferred by an owner; an operator changes roles.")
+    with transaction.atomic():
+        _lock_workspace(workspace)
+        _owner_check(workspace=workspace, by_user=by_user)
+        target = _membership(workspace=workspace, membership_id=membership_id)
+        if target.user_id == by_user.pk:
+            raise Conflict("You already own this workspace; choose another member.")
+        if target.is_owner:
+            raise Conflict(
+                f"{_display(target.user)} is already an owner. To step down, change your own "
+                "role to member."
+            )
+        target.role = Membership.Role.OWNER
+        target.save(update_fields=["role"])
+        Membership.objects.filter(workspace=workspace, user_id=by_user.pk).update(
+            role=Membership.Role.MEMBER
+        )
+    return target
