@@ -2,7 +2,6 @@
 tenancy holds (another Agent's conversation is a 404 page)."""
 
 from datetime import UTC, datetime, timedelta
-
 from urllib.parse import urljoin
 
 import pytest
