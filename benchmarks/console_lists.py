@@ -44,13 +44,13 @@ def fill(model, count: int, columns: dict[str, str]) -> None:
 
     table = model._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {table} WHERE agent_id = %s", [AGENT])  # noqa: S608
+        cursor.execute(f"SELECT count(*) FROM {table} WHERE agent_id = %s", [AGENT])
         have = cursor.fetchone()[0]
         if have == count:
             return
         print(f"filling {count:,} rows of {table} (had {have:,}) ...", flush=True)
         started = time.monotonic()
-        cursor.execute(f"DELETE FROM {table} WHERE agent_id = %s", [AGENT])  # noqa: S608
+        cursor.execute(f"DELETE FROM {table} WHERE agent_id = %s", [AGENT])
         names, values, params = [], [], []
         for field in model._meta.concrete_fields:
             if field.column in columns:
@@ -61,7 +61,7 @@ def fill(model, count: int, columns: dict[str, str]) -> None:
                 values.append("%s")
                 params.append(field.get_db_prep_save(_literal(field), connection))
         cursor.execute(
-            f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} "  # noqa: S608
+            f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} "
             "FROM generate_series(1, %s) g",
             [*params, count],
         )
@@ -123,8 +123,7 @@ def prepare(args) -> None:
             "run_id": "'run_bench_' || lpad(g::text, 8, '0')",
             "event_type": "(ARRAY['run.completed','run.failed'])[g % 2 + 1]",
             "body": "'{}'",
-            "status": "(ARRAY['succeeded','succeeded','succeeded','failed','pending'])"
-            "[g % 5 + 1]",
+            "status": "(ARRAY['succeeded','succeeded','succeeded','failed','pending'])[g % 5 + 1]",
             "attempts": "g % 7",
             "created_at": "now() - g * interval '1 second'",
             "updated_at": "now() - g * interval '1 second'",
@@ -245,15 +244,17 @@ def main() -> None:
                     def fetch(after=after, ordered=ordered, keyset=keyset) -> None:
                         paginate(ordered, keyset=keyset, page=PageRequest(limit=25, after=after))
 
-                    def get(url=url) -> None:
-                        response = client.get(path + url)
-                        assert response.status_code == 200, (path + url, response.status_code)
-                        assert b"no longer valid" not in response.content, path + url
+                    def get(address=path + url) -> None:
+                        response = client.get(address)
+                        assert response.status_code == 200, (address, response.status_code)
+                        assert b"no longer valid" not in response.content, address
 
                     times = timed(get, args.requests)
                     worst = max(worst, sorted(times)[-1])
                     print(f"  {column.name:>10} {direction:<4} {case:<6} page  {summary(times)}")
-                    print(f"  {'':>10} {'':<4} {'':<6} query {summary(timed(fetch, args.requests))}")
+                    print(
+                        f"  {'':>10} {'':<4} {'':<6} query {summary(timed(fetch, args.requests))}"
+                    )
     print(f"\nslowest single page: {worst:.1f} ms")
     print(f"load average after: {' / '.join(f'{v:.2f}' for v in os.getloadavg())} (1/5/15 min)")
 

@@ -143,7 +143,10 @@ def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, li
         page.goto(f"{page.live_server_url}{spec.path}")
         _settle(page)
         total = len(spec.expected)
-        assert _count(page, spec).startswith(f"{total} {spec.noun}"), (spec.path, _count(page, spec))
+        assert _count(page, spec).startswith(f"{total} {spec.noun}"), (
+            spec.path,
+            _count(page, spec),
+        )
 
         # Every sortable header is a link in a header cell that says its state.
         headers = page.locator(f"#{spec.table} th.sortable")
