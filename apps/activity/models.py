@@ -18,7 +18,7 @@ from typing import Any
 from django.db import models
 from django.db.models import F, Value
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Lower
 
 from apps.common.ids import id_factory
 
@@ -100,6 +100,18 @@ class EndUser(models.Model):
         indexes = [
             # GET /v1/users and the Users page: an Agent's users, most recently seen first.
             models.Index(fields=["agent", "-last_seen_at", "-id"], name="enduser_agent_seen"),
+            # The Users page sorted by first seen (selectors.USER_SORTS).
+            models.Index(
+                fields=["agent", "-first_seen_at", "-id"], name="enduser_agent_first_seen"
+            ),
+            # The Users page sorted by name: the expression of selectors.USER_SORTS exactly, or
+            # the index is not used.
+            models.Index(
+                F("agent"),
+                Lower(Coalesce(F("display_name"), F("id"))),
+                F("id"),
+                name="enduser_agent_name",
+            ),
         ]
         constraints = [
             # Ids are the runtime's and unique per Agent only (see the module docstring).

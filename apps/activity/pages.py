@@ -26,6 +26,7 @@ from apps.activity.transcript import initials_of, message_view, runs_by_turn, sa
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
+from apps.common.sorting import sorted_list
 from apps.knowledge import events as knowledge_events
 from apps.workspaces.console import (
     ConsoleRequest,
@@ -170,10 +171,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
     queryset = selectors.conversation_list(
         agent=request.agent, filters=filters, title_search=search
     ).select_related("user")
-    sort = request.GET.get("sort", "")
-    sort = sort if sort in selectors.CONVERSATION_SORT_FIELDS else ""
-    descending = request.GET.get("dir") != "asc"
-    ordered, keyset = selectors.conversation_list_sorted(queryset, sort=sort, descending=descending)
+    ordered, keyset, sort_columns = sorted_list(selectors.CONVERSATION_SORTS, queryset, request.GET)
     page, page_error = _page(request, ordered, keyset)
     count = bounded_count(queryset)
     totals = selectors.conversation_totals(
@@ -183,7 +181,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         row.totals = totals[row.id]
     context = {
         "section": "conversations",
-        "sort_columns": _sort_columns(sort, descending, CONVERSATION_SORT_LABELS),
+        "sort_columns": sort_columns,
         "picked_user": picked_user,
         "page": page,
         "count": count,
@@ -242,16 +240,32 @@ def _link_sources_to_documents(request: ConsoleRequest, transcript: list[dict]) 
 # --- Users ---------------------------------------------------------------------------------------
 
 
+def _identity_filter(request: ConsoleRequest) -> tuple[str, str | None]:
+    """The Users page's identity filter (`?identity=`), or "" and why when it is none."""
+    identity = request.GET.get("identity", "")
+    if identity and identity not in EndUser.IdentityType.values:
+        return "", f"Identity must be one of {', '.join(EndUser.IdentityType.values)}."
+    return identity, None
+
+
 @console_view
 def user_list(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(request, selectors.USER_FILTERS)
     search = _search_text(request)
-    users = selectors.user_list(agent=request.agent, filters=filters, search=search)
-    page, page_error = _page(request, users, selectors.USER_KEYSET)
+    identity, identity_error = _identity_filter(request)
+    error = error or identity_error
+    users = selectors.user_list(
+        agent=request.agent, filters=filters, search=search, identity_type=identity
+    )
+    ordered, keyset, sort_columns = sorted_list(selectors.USER_SORTS, users, request.GET)
+    page, page_error = _page(request, ordered, keyset)
     context = {
         "section": "users",
+        "sort_columns": sort_columns,
+        "identity": identity,
+        "identities": EndUser.IdentityType.choices,
         "count": bounded_count(users),
-        "filtering": bool(filters or search),
+        "filtering": bool(filters or search or identity),
         "q": search,
         "page": page,
         "error": error or page_error,
@@ -282,32 +296,6 @@ def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
 # --- Runs ----------------------------------------------------------------------------------------
 
 
-# Sortable headers: (sort key, label, CSS class, name); the key "" is the list's default order.
-RUN_SORT_LABELS = (("", "Created", "", "created"), ("tokens", "Tokens", "num", "tokens"),
-                   ("credits", "Credits", "num", "credits"), ("latency", "Latency", "num", "latency"))  # fmt: skip
-CONVERSATION_SORT_LABELS = (("", "Updated", "", "updated"), ("created", "Created", "", "created"))
-
-
-def _sort_columns(
-    current: str, descending: bool, labels: tuple = RUN_SORT_LABELS
-) -> dict[str, dict]:
-    """Each sortable header: the link's sort and direction (a click on the current column turns
-    it around), its arrow and its aria-sort."""
-    columns = {}
-    for key, label, css, name in labels:
-        active = key == current
-        columns[name] = {
-            "name": name,
-            "key": key,
-            "label": label,
-            "css": css,
-            "next_dir": "asc" if active and descending else "desc",
-            "arrow": ("↓" if descending else "↑") if active else "",
-            "aria": ("descending" if descending else "ascending") if active else "none",
-        }
-    return columns
-
-
 @console_view
 def run_list(request: ConsoleRequest) -> HttpResponse:
     picked_user, params, user_error = _user_filter(request)
@@ -316,15 +304,13 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
     )
     error = error or user_error
     runs = selectors.run_list(agent=request.agent, filters=filters)
-    sort = request.GET.get("sort", "")
-    descending = request.GET.get("dir") != "asc"
-    sorted_runs, keyset = selectors.run_list_sorted(
-        runs.select_related("user"), sort=sort, descending=descending
+    sorted_runs, keyset, sort_columns = sorted_list(
+        selectors.RUN_SORTS, runs.select_related("user"), request.GET
     )
     page, page_error = _page(request, sorted_runs, keyset)
     context = {
         "section": "runs",
-        "sort_columns": _sort_columns(sort if sort in selectors.RUN_SORTS else "", descending),
+        "sort_columns": sort_columns,
         "picked_user": picked_user,
         "count": bounded_count(runs),
         "page": page,
@@ -423,7 +409,10 @@ _EXPORTS = {
         user_to_dict,
         EndUser,
         lambda request, filters: selectors.user_list(
-            agent=request.agent, filters=filters, search=_search_text(request)
+            agent=request.agent,
+            filters=filters,
+            search=_search_text(request),
+            identity_type=_identity_filter(request)[0],
         ),
     ),
     "runs": _Export(

@@ -8,8 +8,8 @@ range scan: see the indexes in models.py.
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Count, F, Q, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import BigIntegerField, Count, F, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -25,6 +25,7 @@ from apps.activity.models import (
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset
 from apps.common.listing import Condition, ListQuery
+from apps.common.sorting import ListSorts, SortColumn
 from apps.workspaces.models import Agent
 
 USER_KEYSET = Keyset("users", "last_seen_at", descending=True)
@@ -185,9 +186,14 @@ def user_query(*, agent: Agent, filters: dict | None = None) -> ListQuery:
     return ListQuery(EndUser, _where(agent, USER_FILTERS, filters))
 
 
-def user_list(*, agent: Agent, filters: dict | None = None, search: str = "") -> QuerySet[EndUser]:
-    """An Agent's users; `search` (the console's box) matches name, email or external id."""
+def user_list(
+    *, agent: Agent, filters: dict | None = None, search: str = "", identity_type: str = ""
+) -> QuerySet[EndUser]:
+    """An Agent's users; `search` (the console's box) matches name, email or external id, and
+    `identity_type` (the console's, one of EndUser.IdentityType) keeps that kind only."""
     queryset = user_query(agent=agent, filters=filters).queryset()
+    if identity_type:
+        queryset = queryset.filter(identity_type=identity_type)
     if search:
         queryset = queryset.filter(
             Q(display_name__icontains=search)
@@ -304,18 +310,54 @@ def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
     return run_query(agent=agent, filters=filters).queryset()
 
 
-# The console's sortable run columns: (column, the value a missing one sorts as). Missing values
-# sort below every real one, so they come last when the biggest come first. Each order has an
-# index on (agent, the same expression, id) in Run.Meta.
-RUN_SORTS: dict[str, tuple[str, int | float]] = {
-    "tokens": ("total_tokens", -1),
-    "credits": ("credits_charged", -1.0),
-    "latency": ("total_turn_latency_ms", -1.0),
-}
+# The Runs page's orders: newest first (the API's), or by tokens, credits or latency, where a
+# missing value sorts below every real one (last when the biggest come first). Each expression
+# has an index on (agent, the same expression, id) in Run.Meta.
+RUN_SORTS = ListSorts(
+    RUN_KEYSET,
+    (
+        SortColumn("created", "Created", "created_at", "time"),
+        # As a plain integer: Django finds nothing for `<= -1` on a positive field's values,
+        # which lost every run past a page that ended on a run without tokens.
+        SortColumn(
+            "tokens",
+            "Tokens",
+            Coalesce(F("total_tokens"), Value(-1), output_field=BigIntegerField()),
+            "number",
+            css="num",
+        ),
+        SortColumn(
+            "credits", "Credits", Coalesce(F("credits_charged"), Value(-1.0)), "number", css="num"
+        ),
+        SortColumn(
+            "latency",
+            "Latency",
+            Coalesce(F("total_turn_latency_ms"), Value(-1.0)),
+            "number",
+            css="num",
+        ),
+    ),
+)
 
+# The Conversations page's orders: by last activity (the API's) or by start, either way.
+CONVERSATION_SORTS = ListSorts(
+    CONVERSATION_KEYSET,
+    (
+        SortColumn("updated", "Updated", "updated_at", "time"),
+        SortColumn("created", "Created", "created_at", "time"),
+    ),
+)
 
-def run_sort_expression(column: str, missing: int | float) -> Coalesce:
-    return Coalesce(F(column), Value(missing))
+# The Users page's orders: last seen (the API's), first seen, or by the name shown (the display
+# name, else the id; case aside). Indexes in EndUser.Meta.
+USER_SORTS = ListSorts(
+    USER_KEYSET,
+    (
+        SortColumn("last_seen", "Last seen", "last_seen_at", "time"),
+        SortColumn("first_seen", "First seen", "first_seen_at", "time"),
+        SortColumn("name", "User", Lower(Coalesce(F("display_name"), F("id"))), "text", "asc"),
+    ),
+)
 
 
 def run_list_sorted(
@@ -323,36 +365,20 @@ def run_list_sorted(
 ) -> tuple[QuerySet[Run], Keyset]:
     """The runs in the console's chosen order, and the keyset that pages through it. An unknown
     column is the default order (newest first)."""
-    if sort not in RUN_SORTS:
-        if descending:
-            return queryset, RUN_KEYSET
-        return queryset, Keyset("runs-created-asc", "created_at", descending=False)
-    column, missing = RUN_SORTS[sort]
-    direction = "desc" if descending else "asc"
-    keyset = Keyset(f"runs-{sort}-{direction}", "sort_value", descending=descending)
-    return queryset.annotate(sort_value=run_sort_expression(column, missing)), keyset
-
-
-# The console's conversation orders: by last activity (the default) or by start, either way.
-CONVERSATION_SORT_FIELDS = {"": "updated_at", "created": "created_at"}
+    return _sorted(RUN_SORTS, queryset, sort=sort, descending=descending)
 
 
 def conversation_list_sorted(
     queryset: QuerySet[Conversation], *, sort: str, descending: bool
 ) -> tuple[QuerySet[Conversation], Keyset]:
-    """The conversations in the console's chosen order and the keyset paging through it (both
-    orders have an index); an unknown column is the default order."""
-    if sort not in CONVERSATION_SORT_FIELDS:
-        sort = ""
-    if sort == "" and descending:
-        return queryset, CONVERSATION_KEYSET
-    direction = "desc" if descending else "asc"
-    keyset = Keyset(
-        f"conversations-{sort or 'updated'}-{direction}",
-        CONVERSATION_SORT_FIELDS[sort],
-        descending=descending,
-    )
-    return queryset, keyset
+    """The conversations in the console's chosen order and the keyset paging through it; an
+    unknown column is the default order."""
+    return _sorted(CONVERSATION_SORTS, queryset, sort=sort, descending=descending)
+
+
+def _sorted(sorts: ListSorts, queryset: QuerySet, *, sort: str, descending: bool):
+    choice = sorts.choose({"sort": sort, "dir": "desc" if descending else "asc"})
+    return sorts.apply(queryset, choice)
 
 
 def run_get(*, agent: Agent, run_id: str) -> Run:

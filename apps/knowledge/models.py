@@ -11,7 +11,8 @@ migration 0002 and `apps.knowledge.search`).
 """
 
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce, Lower
 
 from apps.common.ids import id_factory
 
@@ -110,6 +111,17 @@ class KnowledgeDocument(models.Model):
         indexes = [
             # GET /knowledge and the console list: an Agent's documents, newest first (keyset).
             models.Index(fields=["agent", "-created_at", "-id"], name="knowledge_doc_list"),
+            # The console list sorted by name, file size, status or last change
+            # (selectors.DOCUMENT_SORTS; an expression must stay the one the sort orders by).
+            models.Index(F("agent"), Lower(F("name")), F("id"), name="knowledge_doc_name"),
+            models.Index(
+                F("agent"),
+                Coalesce(F("file_size_bytes"), Value(-1)).desc(),
+                F("id").desc(),
+                name="knowledge_doc_size",
+            ),
+            models.Index(fields=["agent", "status", "id"], name="knowledge_doc_status_order"),
+            models.Index(fields=["agent", "-updated_at", "-id"], name="knowledge_doc_updated"),
             # knowledge.refresh_due: URL documents whose scheduled refresh is due.
             models.Index(
                 fields=["next_refresh_at"],

@@ -15,6 +15,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import BadRequest, NotFound, ServiceError
+from apps.common.keyset import paginate
+from apps.common.sorting import sorted_list
 from apps.knowledge import events, search, selectors, services
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.relevance import DEFAULT_MIN_SCORE
@@ -55,12 +57,12 @@ def _table_context(request: ConsoleRequest) -> dict:
     except BadRequest as exc:
         filters, filter_error = {}, exc.message
         queryset = selectors.document_queryset(agent=request.agent)
+    ordered, keyset, sort_columns = sorted_list(selectors.DOCUMENT_SORTS, queryset, request.GET)
     page, stale = keyset_page(
-        request,
-        lambda page: selectors.document_list(agent=request.agent, page=page, **filters),
-        limit=PAGE_SIZE,
+        request, lambda page: paginate(ordered, keyset=keyset, page=page), limit=PAGE_SIZE
     )
     return {
+        "sort_columns": sort_columns,
         "filters": {key: value or "" for key, value in filters.items()},
         "filtering": any(filters.values()),
         "count": bounded_count(queryset),
@@ -72,7 +74,7 @@ def _table_context(request: ConsoleRequest) -> dict:
         "next_cursor": page.next_cursor,
         "previous_cursor": page.previous_cursor,
         "interval_choices": _interval_choices(),
-        "is_paged": bool(request.GET.get("after") or request.GET.get("before")),
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
         "bulk_actions": [(value, spec[0], spec[3]) for value, spec in BULK_ACTIONS.items()],
     }
 

@@ -1,14 +1,29 @@
 """Reads of knowledge documents: every one takes the Agent first."""
 
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Lower
 
 from apps.common.errors import BadRequest, Conflict, NotFound
 from apps.common.keyset import Keyset, Page, PageRequest, paginate
+from apps.common.sorting import ListSorts, SortColumn
 from apps.knowledge.models import KnowledgeContentVersion, KnowledgeDocument
 from apps.workspaces.models import Agent
 
 # GET /knowledge: newest first, ties broken by id (index knowledge_doc_list).
 DOCUMENT_KEYSET = Keyset(name="knowledge", field="created_at", descending=True)
+
+# The console's orders: newest first (the API's), or by name (case aside), file size (web pages,
+# which have none, below every file), status or last change. Indexes in KnowledgeDocument.Meta.
+DOCUMENT_SORTS = ListSorts(
+    DOCUMENT_KEYSET,
+    (
+        SortColumn("created", "Added", "created_at", "time"),
+        SortColumn("name", "Name", Lower(F("name")), "text", "asc"),
+        SortColumn("size", "Source · size", Coalesce(F("file_size_bytes"), Value(-1)), "number"),
+        SortColumn("status", "Status", "status", "text", "asc"),
+        SortColumn("updated", "Updated", "updated_at", "time"),
+    ),
+)
 
 
 def document_list(

@@ -51,6 +51,7 @@ def _list(request: ConsoleRequest, *, status: int = 200, form: dict | None = Non
         "servers": page.rows,
         "next_cursor": page.next_cursor,
         "previous_cursor": page.previous_cursor,
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
         "form": form or {},
         "header_rows": range(HEADER_ROWS),
         "tools_used": selectors.tools_used(agent=request.agent),

@@ -116,6 +116,9 @@ class WebhookDelivery(models.Model):
             models.Index(
                 fields=["agent", "event_type", "-created_at", "-id"], name="dlv_agent_event"
             ),
+            # The deliveries table sorted by status or attempts (selectors.DELIVERY_SORTS).
+            models.Index(fields=["agent", "status", "id"], name="dlv_agent_status_order"),
+            models.Index(fields=["agent", "-attempts", "-id"], name="dlv_agent_attempts"),
             # The dispatcher: pending deliveries whose next attempt is due.
             models.Index(
                 fields=["next_attempt_at"],

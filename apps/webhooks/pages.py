@@ -17,6 +17,7 @@ from django_htmx.http import HttpResponseStopPolling
 from apps.common.errors import BadRequest, NotFound, ServiceError
 from apps.common.export import export_format, export_response
 from apps.common.keyset import paginate
+from apps.common.sorting import sorted_list
 from apps.webhooks import selectors, services
 from apps.webhooks.forms import WebhookConfigForm
 from apps.webhooks.models import EVENT_TYPES, RUN_EVENT_TYPES, DeliveryStatus
@@ -50,12 +51,12 @@ def _deliveries(request: ConsoleRequest) -> dict:
         status = event_type = None
         deliveries = selectors.delivery_list(agent=request.agent)
         filter_error = exc.message
+    ordered, keyset, sort_columns = sorted_list(selectors.DELIVERY_SORTS, deliveries, request.GET)
     result, page_error = keyset_page(
-        request,
-        lambda page: paginate(deliveries, keyset=selectors.DELIVERY_KEYSET, page=page),
-        limit=PAGE_SIZE,
+        request, lambda page: paginate(ordered, keyset=keyset, page=page), limit=PAGE_SIZE
     )
     return {
+        "sort_columns": sort_columns,
         "count": bounded_count(deliveries),
         "filtering": bool(status or event_type),
         "deliveries": result.rows,

@@ -8,6 +8,7 @@ from django.db.models import Prefetch, QuerySet
 
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset
+from apps.common.sorting import ListSorts, SortColumn
 from apps.webhooks.models import (
     EVENT_TYPES,
     DeliveryStatus,
@@ -18,6 +19,17 @@ from apps.webhooks.models import (
 
 # GET .../webhook/deliveries: newest first, ties broken by id.
 DELIVERY_KEYSET = Keyset("webhook-deliveries", "created_at", descending=True)
+
+# The deliveries table's orders: newest first (the API's), by status, or by attempts (the most
+# tried first). Indexes in WebhookDelivery.Meta.
+DELIVERY_SORTS = ListSorts(
+    DELIVERY_KEYSET,
+    (
+        SortColumn("created", "Created", "created_at", "time"),
+        SortColumn("status", "Status", "status", "text", "asc"),
+        SortColumn("attempts", "Attempts", "attempts", "number", css="num"),
+    ),
+)
 
 
 def webhook_get(*, agent) -> Webhook | None:

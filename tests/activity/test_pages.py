@@ -2,6 +2,7 @@
 tenancy holds (another Agent's conversation is a 404 page)."""
 
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urljoin
 
 import pytest
 from django.urls import reverse
@@ -132,7 +133,7 @@ def test_conversation_list_pages_with_older_links(signed_in, agent):
     assert "Chat 29" in first and "Chat 04" not in first
     start = first.index('id="older-link" href="') + len('id="older-link" href="')
     href = first[start : first.index('"', start)].replace("&amp;", "&")
-    second = signed_in.get(reverse("activity:conversation_list") + href).content.decode()
+    second = signed_in.get(urljoin(reverse("activity:conversation_list"), href)).content.decode()
     assert "Chat 04" in second and "Chat 29" not in second
 
 

@@ -104,7 +104,7 @@ def test_users_and_runs_pages_and_details(console_page, seeded):
     page.goto(f"{page.live_server_url}/users/")
     rows = page.locator("#user-table tbody tr")
     expect(rows).to_have_count(25)
-    page.locator("#user-table").get_by_role("link", name="Older →").click()
+    page.locator("#user-table").get_by_role("link", name="Next →").click()
     expect(page).to_have_url(re.compile(r"after="))
     expect(rows).to_have_count(25)
     rows.first.locator("a").first.click()
@@ -126,7 +126,7 @@ def test_older_then_newer_lands_on_the_same_runs_and_answers_show_their_turn(con
     expect(links.first).to_be_visible()
     first_page = links.evaluate_all("links => links.map(link => link.href)")
     expect(page.locator("#newer-link")).to_have_count(0)  # the newest page has nothing newer
-    page.locator("#run-table").get_by_role("link", name="Older →").click()
+    page.locator("#run-table").get_by_role("link", name="Next →").click()
     expect(page).to_have_url(re.compile(r"after="))
     expect(page.locator("#newer-link")).to_be_visible()
     page.locator("#newer-link").click()

@@ -1,0 +1,202 @@
+"""Every keyset-paged list page has the same controls and they work (issue 26, item 5), in
+Chromium: a total count above the table; sort headers that, clicked or reached with the keyboard
+and Enter, order the rows, say so with `aria-sort`, and keep the order on the next page; a
+filter that narrows the rows and the count; and the same pager (« First page, ← Previous,
+Next →) that walks forward and back to the same rows.
+
+Each list gets 30 rows (a page is 25) whose values make the expected order known in advance:
+the test reads the rows' keys off the screen and compares them with that order.
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from apps.knowledge.models import KnowledgeDocument
+from tests.activity.factories import conversation_factory, end_user_factory, run_factory
+from tests.webhooks.factories import delivery_factory, webhook_factory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROWS = 30
+PAGE = 25
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+# Insertion order differs from every sorted order, so no order is right by accident.
+SHUFFLED = [(n * 7) % ROWS for n in range(ROWS)]
+
+
+@dataclass(frozen=True)
+class ListPage:
+    path: str
+    table: str  # the DOM id of the region the list's controls swap
+    noun: str  # the count's word ("30 users")
+    column: str  # the header the test clicks
+    key: str  # JS: a row element -> the text the order is judged by
+    expected: list[str]  # every row's key in the order the click asks for
+    filter_control: str  # a <select> of the filter form
+    filter_value: str
+    filtered: int  # rows left by the filter
+
+
+def _fill(agent) -> list[ListPage]:
+    # The runs' conversation, started last of all.
+    conversation = conversation_factory(
+        agent=agent, title=f"Chat {ROWS}", status="completed", created_at=T0, updated_at=T0
+    )
+    webhook = webhook_factory(agent=agent)
+    for n in SHUFFLED:
+        end_user_factory(
+            agent=agent,
+            display_name=f"Person {n:02d}",
+            identity_type="anonymous" if n % 3 == 0 else "user",
+            last_seen_at=T0 + timedelta(minutes=n),
+        )
+        document = KnowledgeDocument.objects.create(
+            agent=agent,
+            name=f"doc-{n:02d}.md",
+            source_type="file",
+            file_name=f"doc-{n:02d}.md",
+            file_size_bytes=100 + n,
+            content_sha256=f"{n:064d}",
+            status="failed" if n % 5 == 0 else "ready",
+            error_message="Unreadable." if n % 5 == 0 else None,
+        )
+        KnowledgeDocument.objects.filter(pk=document.pk).update(created_at=T0 + timedelta(hours=n))
+        delivery_factory(
+            webhook=webhook,
+            status="failed" if n % 4 == 0 else "succeeded",
+            attempts=n,
+            next_attempt_at=None,
+            created_at=T0 + timedelta(minutes=ROWS - n),
+        )
+        run_factory(
+            conversation=conversation,
+            total_tokens=1000 + n,
+            status="failed" if n % 6 == 0 else "completed",
+            created_at=T0 + timedelta(seconds=n),
+        )
+        conversation_factory(
+            agent=agent,
+            title=f"Chat {n:02d}",
+            status="failed" if n % 10 == 0 else "completed",
+            created_at=T0 - timedelta(days=1, minutes=ROWS - n),
+            updated_at=T0 + timedelta(days=1, minutes=ROWS - n),  # the reverse of created
+        )
+    numbers = range(ROWS)
+    return [
+        ListPage(
+            "/users/", "user-table", "users", "name",
+            "row => row.querySelector('td[data-label=User] a')?.textContent.trim()",
+            [f"Person {n:02d}" for n in numbers], "identity", "anonymous", 10,
+        ),
+        ListPage(
+            "/knowledge/", "document-table", "documents", "name",
+            "row => row.querySelector('input[name=name]')?.value",
+            [f"doc-{n:02d}.md" for n in numbers], "status", "failed", 6,
+        ),
+        ListPage(
+            "/webhooks/", "delivery-table", "deliveries", "attempts",
+            "row => row.querySelector('td[data-label=Attempts]')?.textContent.trim()",
+            [str(n) for n in reversed(numbers)], "status", "failed", 8,
+        ),
+        ListPage(
+            "/runs/", "run-table", "runs", "tokens",
+            "row => row.querySelector('td[data-label=Tokens]')?.textContent.trim()",
+            [str(1000 + n) for n in reversed(numbers)], "status", "failed", 5,
+        ),
+        ListPage(
+            "/conversations/", "conversation-table", "conversations", "created",
+            "row => row.querySelector('td[data-label=Title] a')?.textContent.trim()",
+            # Newest started first.
+            [f"Chat {n:02d}" for n in reversed(range(ROWS + 1))], "status", "failed", 3,
+        ),
+    ]  # fmt: skip
+
+
+def _keys(page, spec: ListPage) -> list[str]:
+    rows = page.locator(f"#{spec.table} table tbody tr:has(td)")
+    return [key for key in rows.evaluate_all(f"rows => rows.map({spec.key})") if key]
+
+
+def _count(page, spec: ListPage) -> str:
+    return page.locator(f"#{spec.table} #list-count").inner_text()
+
+
+def _header(page, spec: ListPage):
+    return page.locator(f"#{spec.table} th[data-sort={spec.column}]")
+
+
+def _settle(page) -> None:
+    page.wait_for_load_state("networkidle")
+
+
+@pytest.fixture
+def lists(agent, owner):
+    return _fill(agent)
+
+
+def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, lists):
+    page = console_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    for spec in lists:
+        page.goto(f"{page.live_server_url}{spec.path}")
+        _settle(page)
+        total = len(spec.expected)
+        assert _count(page, spec).startswith(f"{total} {spec.noun}"), (
+            spec.path,
+            _count(page, spec),
+        )
+
+        # Every sortable header is a link in a header cell that says its state.
+        headers = page.locator(f"#{spec.table} th.sortable")
+        assert headers.count() >= 2, spec.path
+        for index in range(headers.count()):
+            header = headers.nth(index)
+            assert header.get_attribute("aria-sort") in {"none", "ascending", "descending"}
+            assert header.locator("a[href*='sort=']").count() == 1
+
+        # Sorting by the keyboard: focus the header's link, press Enter.
+        header = _header(page, spec)
+        assert header.get_attribute("aria-sort") == "none", spec.path
+        header.locator("a").focus()
+        page.keyboard.press("Enter")
+        page.wait_for_url(f"**sort={spec.column}**")
+        _settle(page)
+        header = _header(page, spec)
+        assert header.get_attribute("aria-sort") in {"ascending", "descending"}, spec.path
+        first_page = _keys(page, spec)
+        assert first_page == spec.expected[:PAGE], spec.path
+        assert _count(page, spec).startswith(f"{total} {spec.noun}")
+
+        # The next page continues the same order; the header still says it.
+        page.locator(f"#{spec.table} .pager [data-page=next]").click()
+        page.wait_for_url("**after=**")
+        _settle(page)
+        assert _keys(page, spec) == spec.expected[PAGE:], spec.path
+        assert _header(page, spec).get_attribute("aria-sort") == header.get_attribute("aria-sort")
+        assert page.locator(f"#{spec.table} .pager [data-page=next]").count() == 0
+        assert page.locator(f"#{spec.table} .pager [data-page=first]").count() == 1
+        page.locator(f"#{spec.table} .pager [data-page=previous]").click()
+        page.wait_for_url("**before=**")
+        _settle(page)
+        assert _keys(page, spec) == first_page, spec.path
+
+        # A click on the sorted header turns the order around.
+        _header(page, spec).locator("a").click()
+        page.wait_for_url("**dir=**")
+        _settle(page)
+        reverse = spec.expected[::-1]
+        assert _keys(page, spec) == reverse[:PAGE], spec.path
+
+        # The filter narrows the rows and the count, and keeps the order.
+        page.locator(f"select[name={spec.filter_control}]").select_option(spec.filter_value)
+        page.wait_for_url(f"**{spec.filter_control}={spec.filter_value}**")
+        _settle(page)
+        count = _count(page, spec)
+        assert count.startswith(f"{spec.filtered} "), (spec.path, count)
+        assert "match" in count, count
+        keys = _keys(page, spec)
+        assert len(keys) == spec.filtered, spec.path
+        assert keys == [key for key in reverse if key in keys], spec.path
+        assert f"sort={spec.column}" in page.url
