@@ -447,6 +447,8 @@ CELERY_BEAT_SCHEDULE = {
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
     # Expired activity and superseded knowledge versions, in bounded batches (bulk queue).
     "retention-apply": {"task": "retention.apply", "schedule": 3600.0},
+    # The latency tier of closed months that long usage periods read (apps.usage.tiers).
+    "usage-seal-months": {"task": "usage.seal_months", "schedule": 3600.0},
     "mcp-server-clear-expired-tokens": {
         "task": "mcp_server.clear_expired_tokens",
         "schedule": 3600.0,
