@@ -12,7 +12,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
-from config.env import env_bool, env_float_list, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_float_list, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -116,6 +116,15 @@ else:
 # each web thread would otherwise answer one 503 from its dead connection.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+# "transaction" when the processes reach PostgreSQL through a pooler in transaction mode
+# (PgBouncer `pool_mode = transaction`, docs/operations.md "Scale-out"): each transaction may
+# run on another server connection, so nothing may outlive one — no server-side cursors (a
+# `.iterator()` outside a transaction), no prepared statements, and a setting the code needs is
+# SET LOCAL inside the transaction that needs it, never a session SET.
+DATABASE_POOLER = env_choice("DATABASE_POOLER", "", ("", "transaction"))
+if DATABASE_POOLER == "transaction" and IS_POSTGRES:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache, rate limits, Celery broker ---------------------------------------------
