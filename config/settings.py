@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
 from config.env import env_bool, env_choice, env_float_list, env_int, env_list, env_str
+from config.storage import default_storage_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -389,8 +390,13 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Uploaded files (knowledge documents): MEDIA_ROOT, or an S3-compatible bucket with
+# STORAGE_BACKEND=s3 (config/storage.py lists its variables; docs/operations.md "Scale-out").
+DEFAULT_FILE_STORAGE_SETTINGS = default_storage_settings(
+    os.environ, memory_limit=FILE_UPLOAD_MAX_MEMORY_SIZE
+)
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": DEFAULT_FILE_STORAGE_SETTINGS,
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"
