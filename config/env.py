@@ -64,3 +64,15 @@ def env_float_list(name: str, default: list[str], *, minimum: float = 0.0) -> tu
             raise ImproperlyConfigured(f"{name} values must be at least {minimum}; got {item!r}")
         values.append(value)
     return tuple(values)
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (compared lower-cased; "" allowed only when it is a choice)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        shown = ", ".join(repr(choice) for choice in choices)
+        raise ImproperlyConfigured(f"{name} must be one of {shown}; got {raw!r}")
+    return value

@@ -12,7 +12,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
-from config.env import env_bool, env_float_list, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_float_list, env_int, env_list, env_str
+from config.storage import default_storage_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -116,6 +117,15 @@ else:
 # each web thread would otherwise answer one 503 from its dead connection.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+# "transaction" when the processes reach PostgreSQL through a pooler in transaction mode
+# (PgBouncer `pool_mode = transaction`, docs/operations.md "Scale-out"): each transaction may
+# run on another server connection, so nothing may outlive one — no server-side cursors (a
+# `.iterator()` outside a transaction), no prepared statements, and a setting the code needs is
+# SET LOCAL inside the transaction that needs it, never a session SET.
+DATABASE_POOLER = env_choice("DATABASE_POOLER", "", ("", "transaction"))
+if DATABASE_POOLER == "transaction" and IS_POSTGRES:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache, rate limits, Celery broker ---------------------------------------------
@@ -393,8 +403,13 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Uploaded files (knowledge documents): MEDIA_ROOT, or an S3-compatible bucket with
+# STORAGE_BACKEND=s3 (config/storage.py lists its variables; docs/operations.md "Scale-out").
+DEFAULT_FILE_STORAGE_SETTINGS = default_storage_settings(
+    os.environ, memory_limit=FILE_UPLOAD_MAX_MEMORY_SIZE
+)
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": DEFAULT_FILE_STORAGE_SETTINGS,
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"
@@ -460,6 +475,8 @@ CELERY_BEAT_SCHEDULE = {
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
     # Expired activity and superseded knowledge versions, in bounded batches (bulk queue).
     "retention-apply": {"task": "retention.apply", "schedule": 3600.0},
+    # The latency tier of closed months that long usage periods read (apps.usage.tiers).
+    "usage-seal-months": {"task": "usage.seal_months", "schedule": 3600.0},
     "mcp-server-clear-expired-tokens": {
         "task": "mcp_server.clear_expired_tokens",
         "schedule": 3600.0,

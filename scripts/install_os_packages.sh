@@ -31,6 +31,8 @@ PACKAGES=(
   postgresql-client        # pg_isready in scripts/ensure_services.sh
   redis-tools              # redis-cli in scripts/ensure_services.sh
   redis-server             # outage tests start their own redis-server to pause or stop
+  pgbouncer                # tests/operations/test_pgbouncer.py runs the service behind a private
+                           #   PgBouncer in transaction mode (docs/operations.md, scale-out)
   nodejs                   # the MCP TypeScript SDK's client in tests/mcp_server/node (npm comes with it
                            #   from NodeSource; Debian's own nodejs needs the npm package too)
 )

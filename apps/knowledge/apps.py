@@ -11,7 +11,12 @@ def _hnsw_scans_until_enough(sender, connection, **kwargs) -> None:
     and the filter may leave few or none. `relaxed_order` scans on until the LIMIT is met (the
     search re-sorts by similarity). Set per connection, so a search costs no extra query; on a
     server without pgvector it is an inert placeholder setting."""
-    if connection.vendor == "postgresql":
+    from django.conf import settings
+
+    # Behind a transaction pooler a session SET would land on one server connection of the
+    # pool and not on the next: the search sets it for its own transaction instead
+    # (search.hnsw_scans_until_enough).
+    if connection.vendor == "postgresql" and settings.DATABASE_POOLER != "transaction":
         # A pgvector older than 0.8 has no iterative scans: it keeps its default.
         with connection.cursor() as cursor, suppress(DatabaseError):
             cursor.execute("SET hnsw.iterative_scan = relaxed_order")

@@ -27,11 +27,13 @@ import math
 import re
 import threading
 import unicodedata
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db import connection
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
 
 from apps.common import metrics
 from apps.knowledge import embeddings, lexical, relevance
@@ -557,6 +559,16 @@ LIMIT %s
 # --- semantic half ---------------------------------------------------------------------------
 
 
+def hnsw_scans_until_enough(cursor) -> None:
+    """Behind a transaction pooler, the iterative HNSW scan (apps.knowledge.apps) for this
+    transaction only; without one, each connection has it set already."""
+    if settings.DATABASE_POOLER != "transaction":
+        return
+    # A pgvector older than 0.8 has no iterative scans: it keeps its default.
+    with suppress(DatabaseError), transaction.atomic():
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+
+
 def _semantic_candidates(
     *, agent_id: str, vector: np.ndarray, state: AgentSearchState, limit: int
 ) -> list[tuple[int, float]]:
@@ -567,7 +579,8 @@ def _semantic_candidates(
     mean of its windows) to shortlist candidates; their windows are then read and scored.
     """
     if embeddings.pgvector_enabled():
-        with connection.cursor() as cursor:
+        with transaction.atomic(), connection.cursor() as cursor:
+            hnsw_scans_until_enough(cursor)
             cursor.execute(
                 "SELECT id, embedding, embedding_model FROM knowledge_chunk "
                 "WHERE agent_id = %(agent_id)s AND is_searchable "

@@ -98,3 +98,84 @@ class ThresholdReached(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workspace_id} {self.month:%Y-%m} {self.percent}%"
+
+
+# --- The coarser tier for long periods (apps.usage.tiers) ---------------------------------------
+# A year of one workspace is Agents x 366 days x ~50 occupied buckets of DailyLatency rows. For
+# closed months, the seal task (usage.seal_months, beat) derives two smaller sets from them:
+# each Agent's histogram over the whole month (totals and per-Agent figures of the months a
+# period covers whole) and the workspace's histogram per day summed over its Agents (the
+# series). The ingest path never writes these; a read uses them only for months whose seal is
+# current (LatencyMonth.built_version == version), and the daily rows otherwise, so an answer
+# is the same whichever it reads.
+
+
+class MonthlyLatency(models.Model):
+    """How many of an Agent's runs of one closed UTC month had a turn latency in one bucket."""
+
+    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    month = models.DateField()  # the first day of the UTC month
+    bucket = models.PositiveSmallIntegerField()
+    runs = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "month", "bucket"], name="usage_monthlat_agent_month_bucket"
+            ),
+        ]
+        indexes = [
+            # GET /v1/usage: a workspace's months in a period, read from the index alone.
+            models.Index(
+                fields=["workspace", "month", "agent", "bucket", "runs"],
+                name="usage_monthlat_workspace",
+            ),
+        ]
+
+
+class WorkspaceDailyLatency(models.Model):
+    """How many of a workspace's runs (all its Agents) of one day of a closed month had a turn
+    latency in one bucket: the series of GET /v1/usage without one row per Agent."""
+
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    day = models.DateField()
+    bucket = models.PositiveSmallIntegerField()
+    runs = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "day", "bucket"], name="usage_wsdaylat_day_bucket"
+            ),
+        ]
+        indexes = [
+            # GET /v1/usage: a workspace's days in a period, read from the index alone.
+            models.Index(fields=["workspace", "day", "bucket", "runs"], name="usage_wsdaylat_read"),
+        ]
+
+
+class LatencyMonth(models.Model):
+    """A workspace's UTC month whose tier rows are built, and whether they still hold.
+
+    `version` counts the changes to the month's DailyLatency rows made two or more days after
+    the day they count (a PostgreSQL trigger on usage_dailylatency adds one: late recordings,
+    a rebuild, a deleted Agent); the seal task copies the version it built from into
+    `built_version`. The tier is read only while the two are equal. `workspace_id` is a plain
+    column, not a foreign key: the trigger writes it while a workspace's rows are being deleted.
+    """
+
+    workspace_id = models.CharField(max_length=64)
+    month = models.DateField()
+    version = models.BigIntegerField(default=0)
+    built_version = models.BigIntegerField(null=True)
+    built_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace_id", "month"], name="usage_latmonth_once"),
+        ]

@@ -141,18 +141,89 @@ class Usage:
 
 # Each group's histogram summed in the database (a few rows per group and bucket travel, not
 # one per Agent, day and bucket); percentiles are then read off in Python by the reference rule
-# of apps.usage.latency. The CTE is scanned once (PostgreSQL materialises a CTE used twice).
-_HISTOGRAMS_SQL = """
-WITH scoped AS (
-    SELECT agent_id, day, bucket, runs FROM usage_dailylatency
-    WHERE workspace_id = %s AND day >= %s AND day <= %s {agent_filter}
-)
-{groupings}
-"""
+# of apps.usage.latency. Groupings: `total`, `agent`, `series` (per day or ISO week) and, when
+# asked, `agent_day`. Every fragment formatted in is one of the constants here, never input.
 _WEEK_START = {
     "postgresql": "day - (extract(isodow FROM day)::int - 1)",
     "sqlite": "date(day, '-' || ((CAST(strftime('%%w', day) AS integer) + 6) %% 7) || ' days')",
 }
+_GROUPINGS = """
+SELECT 'total', '', CAST(NULL AS date), bucket, sum(runs) FROM per_agent GROUP BY bucket
+UNION ALL
+SELECT 'agent', agent_id, CAST(NULL AS date), bucket, sum(runs) FROM per_agent
+GROUP BY agent_id, bucket
+UNION ALL
+SELECT 'series', '', {series_key}, bucket, sum(runs) FROM per_day GROUP BY {series_key}, bucket
+"""
+_AGENT_DAY_GROUPING = """
+UNION ALL
+SELECT 'agent_day', agent_id, day, bucket, sum(runs) FROM scoped GROUP BY agent_id, day, bucket
+"""
+# The daily rows only (SQLite, where no tier is built). The CTE is scanned once (PostgreSQL
+# materialises a CTE used more than once).
+_DAILY_HISTOGRAMS_SQL = """
+WITH scoped AS (
+    SELECT agent_id, day, bucket, runs FROM usage_dailylatency
+    WHERE workspace_id = %(workspace)s AND day >= %(start)s AND day <= %(end)s {agent_filter}
+),
+per_agent AS (SELECT agent_id, bucket, runs FROM scoped),
+per_day AS (SELECT day, bucket, runs FROM scoped)
+{groupings}
+"""
+# PostgreSQL: per month of the period, the sealed tier (apps.usage.tiers) where its seal is
+# current, the daily rows elsewhere, all in one statement (one snapshot): a month the period
+# covers whole gives the totals and per-Agent figures from one row per Agent and bucket, and
+# a sealed month's days give the series from one row per day and bucket, whatever the number
+# of Agents. The LATERAL subqueries make each month one index range.
+_TIERED_HISTOGRAMS_SQL = """
+WITH months AS (
+    SELECT m.month, greatest(m.month, %(start)s) AS first,
+        least((m.month + interval '1 month')::date - 1, %(end)s) AS last,
+        coalesce(seal.built_version = seal.version, false) AS sealed
+    FROM (
+        SELECT generate_series(date_trunc('month', %(start)s::timestamp), %(end)s::timestamp,
+            interval '1 month')::date AS month
+    ) m
+    LEFT JOIN usage_latencymonth seal
+        ON seal.workspace_id = %(workspace)s AND seal.month = m.month
+),
+whole AS (
+    SELECT month, first, last, sealed
+        AND first = month AND last = (month + interval '1 month')::date - 1 AS whole
+    FROM months
+),
+per_agent AS (
+    SELECT tier.agent_id, tier.bucket, tier.runs FROM whole CROSS JOIN LATERAL (
+        SELECT agent_id, bucket, runs FROM usage_monthlylatency
+        WHERE workspace_id = %(workspace)s AND month = whole.month {agent_filter}
+    ) tier WHERE whole.whole
+    UNION ALL
+    SELECT daily.agent_id, daily.bucket, daily.runs FROM whole CROSS JOIN LATERAL (
+        SELECT agent_id, bucket, runs FROM usage_dailylatency
+        WHERE workspace_id = %(workspace)s AND day >= whole.first AND day <= whole.last
+        {agent_filter}
+    ) daily WHERE NOT whole.whole
+),
+scoped AS (
+    SELECT agent_id, day, bucket, runs FROM usage_dailylatency
+    WHERE workspace_id = %(workspace)s AND day >= %(start)s AND day <= %(end)s {agent_filter}
+),
+per_day AS ({per_day})
+{groupings}
+"""
+_PER_DAY_TIERED = """
+    SELECT tier.day, tier.bucket, tier.runs FROM months CROSS JOIN LATERAL (
+        SELECT day, bucket, runs FROM usage_workspacedailylatency
+        WHERE workspace_id = %(workspace)s AND day >= months.first AND day <= months.last
+    ) tier WHERE months.sealed
+    UNION ALL
+    SELECT daily.day, daily.bucket, daily.runs FROM months CROSS JOIN LATERAL (
+        SELECT day, bucket, runs FROM usage_dailylatency
+        WHERE workspace_id = %(workspace)s AND day >= months.first AND day <= months.last
+    ) daily WHERE NOT months.sealed
+"""
+# One Agent's series: the workspace's per-day tier sums every Agent, so its daily rows.
+_PER_DAY_OF_AGENT = "SELECT day, bucket, runs FROM scoped"
 
 
 def _as_date(value) -> date | None:
@@ -161,33 +232,31 @@ def _as_date(value) -> date | None:
     return date.fromisoformat(str(value)[:10])
 
 
+def _histograms_sql(*, period: Period, agent: Agent | None, per_agent_day: bool) -> str:
+    series_key = "day" if period.granularity == "day" else _WEEK_START[connection.vendor]
+    groupings = _GROUPINGS.format(series_key=series_key)
+    if per_agent_day:
+        groupings += _AGENT_DAY_GROUPING
+    agent_filter = "AND agent_id = %(agent)s" if agent is not None else ""
+    if connection.vendor != "postgresql":
+        return _DAILY_HISTOGRAMS_SQL.format(agent_filter=agent_filter, groupings=groupings)
+    per_day = _PER_DAY_TIERED if agent is None else _PER_DAY_OF_AGENT
+    return _TIERED_HISTOGRAMS_SQL.format(
+        agent_filter=agent_filter, per_day=per_day, groupings=groupings
+    )
+
+
 def _latency_percentiles(
     *, workspace: Workspace, period: Period, agent: Agent | None, per_agent_day: bool
 ) -> dict[tuple[str, str, date | None], tuple[float | None, float | None]]:
-    """{(grouping, agent_id or "", day or week start or None): (p50, p95)} for the groupings
-    `total`, `agent`, `series` (per day or ISO week) and, when asked, `agent_day`."""
-    no_day = "CAST(NULL AS date)"
-    series_key = "day" if period.granularity == "day" else _WEEK_START[connection.vendor]
-    # (name, agent key, day key, GROUP BY): constants cannot be grouped by, so each says its own.
-    groupings = [
-        ("total", "''", no_day, "bucket"),
-        ("agent", "agent_id", no_day, "agent_id, bucket"),
-        ("series", "''", series_key, f"{series_key}, bucket"),
-    ]
-    if per_agent_day:
-        groupings.append(("agent_day", "agent_id", "day", "agent_id, day, bucket"))
-    sql = _HISTOGRAMS_SQL.format(
-        agent_filter="AND agent_id = %s" if agent is not None else "",
-        groupings=" UNION ALL ".join(
-            # Every fragment is one of the constants above, never input.
-            f"SELECT '{name}', {agent_key}, {day_key}, bucket, sum(runs) "  # noqa: S608
-            f"FROM scoped GROUP BY {group_by}"
-            for name, agent_key, day_key, group_by in groupings
-        ),
-    )
-    params: list[Any] = [workspace.pk, period.start, period.end]
-    if agent is not None:
-        params.append(agent.pk)
+    """{(grouping, agent_id or "", day or week start or None): (p50, p95)}."""
+    sql = _histograms_sql(period=period, agent=agent, per_agent_day=per_agent_day)
+    params: dict[str, Any] = {
+        "workspace": workspace.pk,
+        "start": period.start,
+        "end": period.end,
+        "agent": agent.pk if agent is not None else None,
+    }
     histograms: dict[tuple[str, str, date | None], dict[int, int]] = defaultdict(dict)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
