@@ -26,9 +26,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, models, transaction
+import orjson
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from apps.activity.bounds import bounded_attributes, bounded_documents, bounded_json, bounded_text
 from apps.activity.events import RunRecorded, announce_runs_recorded
@@ -126,6 +128,37 @@ def _require(data: dict, names: Iterable[str], *, label: str, kind: str) -> None
     for name in names:
         if name not in data:
             raise BadRequest(f"{label}.{name}: required when recording a new {kind}.")
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def rows_insert(model: type[models.Model], rows: list) -> None:
+    """Insert new rows (their row key left to the database). On PostgreSQL one `COPY`, whose
+    values psycopg writes in C: Django's per-field preparation of a bulk INSERT cost more than
+    the database's work for a batch of a thousand steps. Unique and foreign keys apply as for
+    an INSERT. Elsewhere (SQLite), `bulk_create`."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(rows, batch_size=500)  # type: ignore[attr-defined]
+        return
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    json_fields = {
+        index for index, field in enumerate(fields) if isinstance(field, models.JSONField)
+    }
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    names = [field.attname for field in fields]
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg's own cursor, under Django's wrapper
+        with raw.copy(f"COPY {model._meta.db_table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                values = [getattr(row, name) for name in names]
+                for index in json_fields:
+                    if values[index] is not None:
+                        values[index] = Jsonb(values[index], dumps=_json_text)
+                copy.write_row(values)
 
 
 def _same_total(stated: Any, total: Any) -> bool:
@@ -577,7 +610,7 @@ class Unit:
             rows = [self.rows[model][row_id] for row_id in new]
             try:
                 with transaction.atomic():
-                    model.objects.bulk_create(rows, batch_size=1000)
+                    rows_insert(model, rows)
             except IntegrityError:
                 raise self._clash(model, new) from None
         dirty = self.dirty[model]

@@ -18,15 +18,16 @@ a trace whose run cannot be recorded rejects that trace's spans only.
 
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from apps.activity import otlp
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
-from apps.activity.recording import Unit, Wanted, step_bounded
+from apps.activity.recording import Unit, Wanted, rows_insert, step_bounded
 from apps.common.errors import BadRequest
 from apps.workspaces.models import Agent
 
@@ -152,10 +153,11 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
         for span_id, span in pool.items()
         if span_id in placed and span["parent_span_id"] is None
     ]
-    traces = [
-        (root, [span for span_id, span in pool.items() if placed.get(span_id) == root["trace_id"]])
-        for root in roots
-    ]
+    by_run: dict[str, list[otlp.SpanData]] = {}
+    for span_id, span in pool.items():
+        if span_id in placed:
+            by_run.setdefault(placed[span_id], []).append(span)
+    traces = [(root, by_run.get(root["trace_id"], [])) for root in roots]
     unit, failed_runs = _runs_of_traces(agent, traces, incoming, result)
     run_ids = {run_id for run_id in placed.values() if run_id not in failed_runs}
     existing_runs = set(
@@ -173,13 +175,7 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
         if step.ended_at is not None and step.duration_ms is None:
             step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
         steps.append(step)
-    RunStep.objects.bulk_create(
-        steps,
-        batch_size=1000,
-        update_conflicts=True,
-        unique_fields=["agent", "id"],
-        update_fields=_STEP_UPDATE_FIELDS,
-    )
+    _steps_write(steps, stored=stored)
     recorded = {step.id for step in steps}
     result.recorded = len(recorded & set(incoming))
     waiting = [
@@ -248,6 +244,100 @@ def _runs_of_traces(
             count = sum(1 for span in fact.trace if span["span_id"] in incoming)
             result.reject(count, f"trace {fact.trace_id}: {exc.message}")
     return Unit(agent), failed
+
+
+def _steps_write(steps: list[RunStep], *, stored: dict) -> None:
+    """Spans never seen are inserted (one COPY); spans sent again rewrite their step (one
+    upsert). A span recorded meanwhile by a request of another trace makes the insert fail:
+    then every step is upserted."""
+    new = [step for step in steps if step.id not in stored]
+    again = [step for step in steps if step.id in stored]
+    try:
+        with transaction.atomic():
+            rows_insert(RunStep, new)
+    except IntegrityError:
+        again = steps
+    RunStep.objects.bulk_create(
+        again,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["agent", "id"],
+        update_fields=_STEP_UPDATE_FIELDS,
+    )
+
+
+@dataclass
+class ExpiredSpans:
+    recorded: int = 0
+    dropped: int = 0
+
+
+def pending_spans_expire(*, now: datetime | None = None, limit: int = 500) -> ExpiredSpans:
+    """Stop waiting for parents that never came: the oldest `limit` spans received more than
+    OTLP_PENDING_SPAN_TTL_SECONDS ago are recorded as steps of their trace's run when it exists
+    (under their parent when that is recorded, else at the top, the missing parent kept as the
+    attribute `otel.parent_span_id`), and dropped otherwise. Claimed with SKIP LOCKED, and under
+    the traces' locks that requests placing spans take, so a span is never placed twice."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.OTLP_PENDING_SPAN_TTL_SECONDS)
+    result = ExpiredSpans()
+    with transaction.atomic():
+        claimed = list(
+            PendingSpan.objects.select_for_update(skip_locked=True)
+            .filter(received_at__lt=cutoff)
+            .order_by("received_at", "row")[:limit]
+        )
+        by_agent: dict[str, list[PendingSpan]] = {}
+        for pending in claimed:
+            by_agent.setdefault(pending.agent_id, []).append(pending)
+        for agent_id, rows in by_agent.items():
+            agent = Agent.objects.get(pk=agent_id)
+            recorded = _expired_record(agent, [row.span for row in rows])
+            result.recorded += recorded
+            result.dropped += len(rows) - recorded
+        PendingSpan.objects.filter(row__in=[pending.row for pending in claimed]).delete()
+    return result
+
+
+def _expired_record(agent: Agent, spans: list[otlp.SpanData]) -> int:
+    """Record the expired spans of one Agent whose run exists; returns how many."""
+    _locks_take(agent, {span["trace_id"] for span in spans})
+    runs = set(
+        Run.objects.filter(agent=agent, id__in={span["trace_id"] for span in spans}).values_list(
+            "id", flat=True
+        )
+    )
+    spans = [span for span in spans if span["trace_id"] in runs]
+    ids = {span["span_id"] for span in spans}
+    parents = {span["parent_span_id"] for span in spans} - ids - {None}
+    stored = {
+        step_id: (trace_id, run_id)
+        for step_id, trace_id, run_id in RunStep.objects.filter(
+            agent=agent, id__in=ids | parents
+        ).values_list("id", "trace_id", "run_id")
+    }
+    now = timezone.now()
+    steps = []
+    for span in spans:
+        fields, cut = step_bounded(otlp.step_fields(span))
+        parent = fields.get("parent_id")
+        if (
+            parent is not None
+            and parent not in ids
+            and stored.get(parent, (None, None))[1] != span["trace_id"]
+        ):
+            fields["parent_id"] = None
+            fields["attributes"] = {**fields.get("attributes", {}), "otel.parent_span_id": parent}
+        step = RunStep(agent_id=agent.pk, run_id=span["trace_id"], created_at=now,
+                       updated_at=now, truncated=cut, **fields)  # fmt: skip
+        if step.ended_at is not None and step.duration_ms is None:
+            step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
+        steps.append(step)
+    _steps_write(steps, stored=stored)
+    unit = Unit(agent)
+    unit.stepped = {step.run_id for step in steps}
+    unit.flush()
+    return len(steps)
 
 
 _CONVERSATION_KEYS = ("conversationId", "conversation_id", "chatId", "gen_ai.conversation.id")
