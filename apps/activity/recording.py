@@ -148,7 +148,7 @@ def rows_insert(model: type[models.Model], rows: list) -> None:
     json_fields = {
         index for index, field in enumerate(fields) if isinstance(field, models.JSONField)
     }
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in fields)
     names = [field.attname for field in fields]
     with connection.cursor() as cursor:
         raw = cursor.cursor  # psycopg's own cursor, under Django's wrapper
@@ -616,7 +616,7 @@ class Unit:
         dirty = self.dirty[model]
         if dirty:
             names = sorted(set().union(*dirty.values()))
-            model.objects.bulk_create(
+            model.objects.bulk_create(  # type: ignore[attr-defined]
                 [self.rows[model][row_id] for row_id in sorted(dirty)],
                 batch_size=1000,
                 update_conflicts=True,

@@ -61,7 +61,7 @@ def deliveries_record_for_runs(*, runs: list[Run]) -> dict[str, WebhookDelivery]
         return {}
     event_types = {run.id: f"run.{run.status}" for run in runs}
     found = {
-        delivery.run_id: delivery
+        str(delivery.run_id): delivery
         for delivery in WebhookDelivery.objects.filter(
             webhook=webhook, run_id__in=list(event_types), is_test=False
         )
@@ -85,7 +85,7 @@ def deliveries_record_for_runs(*, runs: list[Run]) -> dict[str, WebhookDelivery]
                 continue
         new = kept
     for delivery in new:
-        found[delivery.run_id] = delivery
+        found[str(delivery.run_id)] = delivery
         if not held:
             transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
     return found
