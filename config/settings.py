@@ -459,8 +459,15 @@ CELERY_BEAT_MAX_LOOP_INTERVAL = 30
 # owner chooses 30, 90 or 365 days or forever (`manage.py retention_set`).
 RETENTION_DEFAULT_ACTIVITY_DAYS = env_int("RETENTION_DEFAULT_ACTIVITY_DAYS", 0)
 
+# --- OpenTelemetry (apps.activity.tracing, docs/activity-recording.md) ------------------------
+# A span whose parent has not arrived after this many seconds stops waiting: it is recorded as a
+# top-level step of its trace's run when the run exists, else dropped (and counted).
+OTLP_PENDING_SPAN_TTL_SECONDS = env_int("OTLP_PENDING_SPAN_TTL_SECONDS", 3600, minimum=60)
+
 # Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).
 CELERY_BEAT_SCHEDULE = {
+    # Spans whose parent never arrived, in bounded batches.
+    "activity-expire-pending-spans": {"task": "activity.expire_pending_spans", "schedule": 300.0},
     "knowledge-refresh-due": {"task": "knowledge.refresh_due", "schedule": 60.0},
     "knowledge-recover-stalled": {
         "task": "knowledge.recover_stalled",

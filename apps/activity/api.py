@@ -410,6 +410,11 @@ class OtlpTracesViewSet(AgentViewSet):
         request={otlp.PROTOBUF: OpenApiTypes.BINARY, otlp.JSON: OpenApiTypes.OBJECT},
         responses={200: OpenApiTypes.OBJECT},
     )
+    def handle_exception(self, exc):
+        # Every failure, authentication and rate limits included, as OTLP/HTTP answers it.
+        response = super().handle_exception(exc)
+        return otlp.error_as_status(response, content_type=self.request.content_type)
+
     def create(self, request, agent_id: str | None = None):
         kind = otlp.content_kind(request.content_type)
         limit = settings.API_MAX_INGEST_BODY_BYTES

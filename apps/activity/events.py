@@ -24,6 +24,17 @@ class RunRecorded:
 
 
 run_recorded: Announcement[RunRecorded] = Announcement()
+# The runs one recording batch (an ingest request, an OTLP request) changed, announced once at
+# its end, each run once with its state before the batch: listeners that write (usage's rollup,
+# webhooks' outbox) do it set-based, with one statement per batch rather than one per run.
+runs_recorded: Announcement[list[RunRecorded]] = Announcement()
 # The names listeners and the recording service use.
 on_run_recorded = run_recorded.listen
-announce_run_recorded = run_recorded.announce
+on_runs_recorded = runs_recorded.listen
+
+
+def announce_runs_recorded(events: list[RunRecorded]) -> None:
+    """Announce a batch: to the batch listeners, and run by run to the others."""
+    runs_recorded.announce(events)
+    for event in events:
+        run_recorded.announce(event)

@@ -203,7 +203,23 @@ class Message(models.Model):
         ]
 
 
-class Run(models.Model):
+class TokenUsage(models.Model):
+    """The token and credit totals a run states and its model steps carry: the same fields
+    with the same meaning on both (a run's total is the sum of its model steps' once they
+    carry it; apps.activity.recording)."""
+
+    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    total_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    credits_charged = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Run(TokenUsage):
     Status = RunStatus
 
     row = models.BigAutoField(primary_key=True)
@@ -219,12 +235,6 @@ class Run(models.Model):
     effort = models.CharField(max_length=64, null=True, blank=True)
     sdk_version = models.CharField(max_length=64)
     protocol_version = models.PositiveIntegerField(default=1)
-    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    total_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    cache_read_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    cache_write_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    credits_charged = models.FloatField(null=True, blank=True)
     tool_names = models.JSONField(default=list)
     failed_tool_names = models.JSONField(default=list)
     component_kinds = models.JSONField(default=list)
@@ -309,7 +319,7 @@ class StepStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class RunStep(models.Model):
+class RunStep(TokenUsage):
     """One step of a run (a span of its trace): an ordered tree under the run.
 
     `parent_id` names another step of the same run (None for a top-level step). Steps come from
@@ -339,14 +349,8 @@ class RunStep(models.Model):
     duration_ms = models.FloatField(null=True, blank=True)
     input = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)
-    # Model calls.
+    # Model calls (and the token and credit fields of TokenUsage).
     model_id = models.CharField(max_length=255, null=True, blank=True)
-    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    total_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    cache_read_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    cache_write_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    credits_charged = models.FloatField(null=True, blank=True)
     first_token_ms = models.FloatField(null=True, blank=True)
     finish_reason = models.CharField(max_length=64, null=True, blank=True)
     # Tool calls.

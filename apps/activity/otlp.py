@@ -22,6 +22,8 @@ from typing import Any
 import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
+from google.rpc.code_pb2 import Code
+from google.rpc.status_pb2 import Status as RpcStatus
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -150,6 +152,40 @@ def response_body(*, kind: str, rejected: int, message: str) -> tuple[bytes, str
     if kind == PROTOBUF:
         return response.SerializeToString(), PROTOBUF
     return orjson.dumps(json_format.MessageToDict(response)), JSON
+
+
+# The google.rpc.Code a failed request's Status carries, by HTTP status (the specification
+# says clients do not act on it; it is there for troubleshooting).
+_RPC_CODES = {
+    400: Code.INVALID_ARGUMENT, 401: Code.UNAUTHENTICATED, 403: Code.PERMISSION_DENIED,
+    404: Code.NOT_FOUND, 413: Code.INVALID_ARGUMENT, 415: Code.INVALID_ARGUMENT,
+    429: Code.RESOURCE_EXHAUSTED, 500: Code.INTERNAL, 503: Code.UNAVAILABLE,
+}  # fmt: skip
+
+
+def error_as_status(response: Any, *, content_type: str | None) -> Any:
+    """A failed request's answer as the OTLP/HTTP specification wants it: a `google.rpc.Status`
+    in the request's encoding (binary protobuf for `application/x-protobuf`, else JSON), with
+    the same HTTP status and headers (`WWW-Authenticate`, `Retry-After`). The JSON form also
+    keeps the API's `name`, so it is both a Status and the usual `{"name", "message"}`."""
+    try:
+        envelope = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return response
+    if not isinstance(envelope, dict) or "message" not in envelope:
+        return response
+    status = RpcStatus(
+        code=_RPC_CODES.get(response.status_code, Code.UNKNOWN), message=str(envelope["message"])
+    )
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type == PROTOBUF:
+        response.content = status.SerializeToString()
+        response["Content-Type"] = PROTOBUF
+    else:
+        answer = json_format.MessageToDict(status, always_print_fields_with_no_presence=True)
+        response.content = orjson.dumps({**answer, "name": envelope.get("name")})
+        response["Content-Type"] = JSON
+    return response
 
 
 def gzip_compress(data: bytes) -> bytes:

@@ -8,6 +8,7 @@ A record is the contract's resource fields (minus `object`) plus `type`, plus
 """
 
 import re
+import threading
 from dataclasses import dataclass
 
 import orjson
@@ -461,6 +462,20 @@ def _first_error(detail) -> tuple[str, str]:
     return "", str(detail)
 
 
+_validators = threading.local()
+
+
+def _validator(kind: str) -> _RecordIn:
+    """One serializer per kind and thread, reused: building one deep-copies its ~30 fields
+    (2 ms a record), validating with it keeps no state between records."""
+    cache = getattr(_validators, "by_kind", None)
+    if cache is None:
+        cache = _validators.by_kind = {}
+    if kind not in cache:
+        cache[kind] = RECORD_SERIALIZERS[kind]()
+    return cache[kind]
+
+
 def record_parse(item, *, label: str) -> Record:
     """Validate one raw record; a problem is a BadRequest naming `label.field`."""
     if not isinstance(item, dict):
@@ -469,12 +484,12 @@ def record_parse(item, *, label: str) -> Record:
     serializer_class = RECORD_SERIALIZERS.get(kind) if isinstance(kind, str) else None
     if serializer_class is None or not isinstance(kind, str):
         raise BadRequest(f"{label}.type: must be one of: {', '.join(RECORD_SERIALIZERS)}.")
-    serializer = serializer_class(data=item)
-    if not serializer.is_valid():
-        path, message = _first_error(serializer.errors)
+    try:
+        fields = dict(_validator(kind).run_validation(item))
+    except serializers.ValidationError as exc:
+        path, message = _first_error(exc.detail)
         where = f"{label}.{path}" if path else label
-        raise BadRequest(f"{where}: {message}")
-    fields = dict(serializer.validated_data)
+        raise BadRequest(f"{where}: {message}") from None
     fields.pop("type")
     return Record(kind=kind, fields=fields, label=label)
 

@@ -18,23 +18,16 @@ a trace whose run cannot be recorded rejects that trace's spans only.
 
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from apps.activity import otlp
-from apps.activity.models import Conversation, EndUser, PendingSpan, Run, RunStep
-from apps.activity.services import (
-    Batch,
-    conversation_record,
-    end_user_record,
-    message_record,
-    run_record,
-    runs_reconcile,
-    step_bounded,
-)
+from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
+from apps.activity.recording import Unit, Wanted, rows_insert, step_bounded
 from apps.common.errors import BadRequest
 from apps.workspaces.models import Agent
 
@@ -160,20 +153,16 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
         for span_id, span in pool.items()
         if span_id in placed and span["parent_span_id"] is None
     ]
-    failed_runs: set[str] = set()
-    for root in roots:
-        trace = [span for span_id, span in pool.items() if placed.get(span_id) == root["trace_id"]]
-        try:
-            with transaction.atomic():
-                _run_of_trace(agent, root, trace)
-        except BadRequest as exc:
-            failed_runs.add(root["trace_id"])
-            count = sum(1 for span in trace if span["span_id"] in incoming)
-            result.reject(count, f"trace {root['trace_id']}: {exc.message}")
+    by_run: dict[str, list[otlp.SpanData]] = {}
+    for span_id, span in pool.items():
+        if span_id in placed:
+            by_run.setdefault(placed[span_id], []).append(span)
+    traces = [(root, by_run.get(root["trace_id"], [])) for root in roots]
+    unit, failed_runs = _runs_of_traces(agent, traces, incoming, result)
     run_ids = {run_id for run_id in placed.values() if run_id not in failed_runs}
     existing_runs = set(
         Run.objects.filter(agent=agent, id__in=run_ids).values_list("id", flat=True)
-    )
+    ) | (set(unit.new[Run]) & run_ids)
     now = timezone.now()
     steps = []
     for span_id, run_id in placed.items():
@@ -186,13 +175,7 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
         if step.ended_at is not None and step.duration_ms is None:
             step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
         steps.append(step)
-    RunStep.objects.bulk_create(
-        steps,
-        batch_size=1000,
-        update_conflicts=True,
-        unique_fields=["agent", "id"],
-        update_fields=_STEP_UPDATE_FIELDS,
-    )
+    _steps_write(steps, stored=stored)
     recorded = {step.id for step in steps}
     result.recorded = len(recorded & set(incoming))
     waiting = [
@@ -220,9 +203,141 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     gone = (waiting_before - {span["span_id"] for span in waiting}) | (set(incoming) - set(pool))
     if gone:
         PendingSpan.objects.filter(agent=agent, span_id__in=gone).delete()
-    touched = {step.run_id for step in steps}
-    if touched:
-        runs_reconcile(agent=agent, batch=Batch(stepped=touched))
+    unit.stepped |= {step.run_id for step in steps}
+    unit.flush()
+
+
+def _runs_of_traces(
+    agent: Agent,
+    traces: list[tuple[otlp.SpanData, list[otlp.SpanData]]],
+    incoming: dict[str, otlp.SpanData],
+    result: "SpansResult",
+) -> tuple[Unit, set[str]]:
+    """Record every trace's run, conversation, end user and messages in one unit (flushed by
+    the caller once the steps are written); when one trace cannot be recorded, each trace on
+    its own instead, so that only its spans are rejected. Returns the unit and the failed
+    traces."""
+    facts = [_TraceFacts.of(root, trace) for root, trace in traces]
+    _locks_take(
+        agent,
+        {f"user:{fact.external_id}" for fact in facts if fact.external_id is not None}
+        | {f"conversation:{fact.conversation_id}" for fact in facts},
+    )
+    unit = Unit(agent)
+    try:
+        with transaction.atomic():
+            unit.prefetch(_TraceFacts.wanted(facts))
+            for fact in facts:
+                _run_of_trace(unit, fact)
+        return unit, set()
+    except BadRequest:
+        pass
+    failed: set[str] = set()
+    for fact in facts:
+        try:
+            with transaction.atomic():
+                alone = Unit(agent)
+                _run_of_trace(alone, fact)
+                alone.flush()
+        except BadRequest as exc:
+            failed.add(fact.trace_id)
+            count = sum(1 for span in fact.trace if span["span_id"] in incoming)
+            result.reject(count, f"trace {fact.trace_id}: {exc.message}")
+    return Unit(agent), failed
+
+
+def _steps_write(steps: list[RunStep], *, stored: dict) -> None:
+    """Spans never seen are inserted (one COPY); spans sent again rewrite their step (one
+    upsert). A span recorded meanwhile by a request of another trace makes the insert fail:
+    then every step is upserted."""
+    new = [step for step in steps if step.id not in stored]
+    again = [step for step in steps if step.id in stored]
+    try:
+        with transaction.atomic():
+            rows_insert(RunStep, new)
+    except IntegrityError:
+        again = steps
+    RunStep.objects.bulk_create(
+        again,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["agent", "id"],
+        update_fields=_STEP_UPDATE_FIELDS,
+    )
+
+
+@dataclass
+class ExpiredSpans:
+    recorded: int = 0
+    dropped: int = 0
+
+
+def pending_spans_expire(*, now: datetime | None = None, limit: int = 500) -> ExpiredSpans:
+    """Stop waiting for parents that never came: the oldest `limit` spans received more than
+    OTLP_PENDING_SPAN_TTL_SECONDS ago are recorded as steps of their trace's run when it exists
+    (under their parent when that is recorded, else at the top, the missing parent kept as the
+    attribute `otel.parent_span_id`), and dropped otherwise. Claimed with SKIP LOCKED, and under
+    the traces' locks that requests placing spans take, so a span is never placed twice."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.OTLP_PENDING_SPAN_TTL_SECONDS)
+    result = ExpiredSpans()
+    with transaction.atomic():
+        claimed = list(
+            PendingSpan.objects.select_for_update(skip_locked=True)
+            .filter(received_at__lt=cutoff)
+            .order_by("received_at", "row")[:limit]
+        )
+        by_agent: dict[str, list[PendingSpan]] = {}
+        for pending in claimed:
+            by_agent.setdefault(pending.agent_id, []).append(pending)
+        for agent_id, rows in by_agent.items():
+            agent = Agent.objects.get(pk=agent_id)
+            recorded = _expired_record(agent, [row.span for row in rows])
+            result.recorded += recorded
+            result.dropped += len(rows) - recorded
+        PendingSpan.objects.filter(row__in=[pending.row for pending in claimed]).delete()
+    return result
+
+
+def _expired_record(agent: Agent, spans: list[otlp.SpanData]) -> int:
+    """Record the expired spans of one Agent whose run exists; returns how many."""
+    _locks_take(agent, {span["trace_id"] for span in spans})
+    runs = set(
+        Run.objects.filter(agent=agent, id__in={span["trace_id"] for span in spans}).values_list(
+            "id", flat=True
+        )
+    )
+    spans = [span for span in spans if span["trace_id"] in runs]
+    ids = {span["span_id"] for span in spans}
+    parents = {span["parent_span_id"] for span in spans} - ids - {None}
+    stored = {
+        step_id: (trace_id, run_id)
+        for step_id, trace_id, run_id in RunStep.objects.filter(
+            agent=agent, id__in=ids | parents
+        ).values_list("id", "trace_id", "run_id")
+    }
+    now = timezone.now()
+    steps = []
+    for span in spans:
+        fields, cut = step_bounded(otlp.step_fields(span))
+        parent = fields.get("parent_id")
+        if (
+            parent is not None
+            and parent not in ids
+            and stored.get(parent, (None, None))[1] != span["trace_id"]
+        ):
+            fields["parent_id"] = None
+            fields["attributes"] = {**fields.get("attributes", {}), "otel.parent_span_id": parent}
+        step = RunStep(agent_id=agent.pk, run_id=span["trace_id"], created_at=now,
+                       updated_at=now, truncated=cut, **fields)  # fmt: skip
+        if step.ended_at is not None and step.duration_ms is None:
+            step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
+        steps.append(step)
+    _steps_write(steps, stored=stored)
+    unit = Unit(agent)
+    unit.stepped = {step.run_id for step in steps}
+    unit.flush()
+    return len(steps)
 
 
 _CONVERSATION_KEYS = ("conversationId", "conversation_id", "chatId", "gen_ai.conversation.id")
@@ -326,44 +441,84 @@ def _drop_cycles(pool: dict[str, otlp.SpanData], drop) -> None:
             state[span_id] = 2
 
 
-def _run_of_trace(agent: Agent, root: otlp.SpanData, trace: list[otlp.SpanData]) -> None:
+@dataclass
+class _TraceFacts:
+    """What a trace says about its run, read off its spans."""
+
+    root: otlp.SpanData
+    trace: list[otlp.SpanData]
+    head: otlp.SpanData
+    trace_id: str
+    external_id: str | None
+    conversation_id: str
+
+    @classmethod
+    def of(cls, root: otlp.SpanData, trace: list[otlp.SpanData]) -> "_TraceFacts":
+        agent_spans = [span for span in trace if otlp.span_kind(span) == "agent"]
+        ordered = [root, *sorted(agent_spans, key=lambda span: span["start"]), *trace]
+
+        def find(*names: str) -> str | None:
+            for span in ordered:
+                value = otlp.metadata(span, *names)
+                if value is not None:
+                    return value
+            return None
+
+        trace_id = root["trace_id"]
+        conversation_id = find("gen_ai.conversation.id", "conversationId", "conversation_id",
+                               "chatId", "session.id")  # fmt: skip
+        if conversation_id is None or not _ID.match(conversation_id):
+            conversation_id = f"otel-{trace_id}"
+        return cls(
+            root=root,
+            trace=trace,
+            head=agent_spans[0] if agent_spans else root,
+            trace_id=trace_id,
+            external_id=find("userId", "user_id", "user.id", "enduser.id"),
+            conversation_id=conversation_id,
+        )
+
+    @staticmethod
+    def wanted(facts: list["_TraceFacts"]) -> Wanted:
+        wanted = Wanted.empty()
+        for fact in facts:
+            if fact.external_id is not None:
+                wanted.external_ids.add(fact.external_id)
+            wanted.lock(Conversation, fact.conversation_id)
+            wanted.lock(Run, fact.trace_id)
+            for suffix in ("in", "out"):
+                wanted.lock(Message, f"{fact.head['span_id']}-{suffix}")
+        return wanted
+
+
+def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
     """Record (or update) the trace's run, its conversation, end user and messages."""
-    agent_spans = [span for span in trace if otlp.span_kind(span) == "agent"]
-    ordered = [root, *sorted(agent_spans, key=lambda span: span["start"]), *trace]
-
-    def find(*names: str) -> str | None:
-        for span in ordered:
-            value = otlp.metadata(span, *names)
-            if value is not None:
-                return value
-        return None
-
-    trace_id = root["trace_id"]
-    head = agent_spans[0] if agent_spans else root
+    root, trace, trace_id, conversation_id = (
+        fact.root,
+        fact.trace,
+        fact.trace_id,
+        fact.conversation_id,
+    )
     fields = otlp.step_fields(root)
     started, ended = fields["started_at"], fields["ended_at"]
     user_id = None
-    external_id = find("userId", "user_id", "user.id", "enduser.id")
-    conversation_id = find("gen_ai.conversation.id", "conversationId", "conversation_id", "chatId",
-                           "session.id")  # fmt: skip
-    if conversation_id is None or not _ID.match(conversation_id):
-        conversation_id = f"otel-{trace_id}"
-    _locks_take(agent, {f"user:{external_id}", f"conversation:{conversation_id}"})
-    if external_id is not None:
-        end_user_record(
-            agent=agent, data={"external_id": external_id, "last_seen_at": ended or started}
+    if fact.external_id is not None:
+        unit.record(
+            "user", {"external_id": fact.external_id, "last_seen_at": ended or started}, "record"
         )
-        user_id = EndUser.objects.get(agent=agent, external_id=external_id).id
-    question, answer = otlp.messages_of(head)
+        user = unit.user_by_external_id(fact.external_id)
+        assert user is not None
+        user_id = user.id
+    question, answer = otlp.messages_of(fact.head)
     status = {"failed": "failed", "completed": "completed"}.get(fields["status"], "streaming")
     conversation = {"id": conversation_id, "status": status}
-    if not Conversation.objects.filter(agent=agent, id=conversation_id).exists():
+    if unit.get(Conversation, conversation_id) is None:
         conversation["created_at"] = started
         if question:
             conversation["title"] = question[:500]
     if user_id is not None:
         conversation["user_id"] = user_id
-    conversation_record(agent=agent, data=conversation)
+    unit.record("conversation", conversation, "record")
     resource = root["resource"]
     sdk = "-".join(
         str(resource[key])
@@ -379,8 +534,8 @@ def _run_of_trace(agent: Agent, root: otlp.SpanData, trace: list[otlp.SpanData])
     }
     if user_id is not None:
         run["user_id"] = user_id
-    existing = Run.objects.filter(agent=agent, id=trace_id).values_list("status", flat=True).first()
-    if existing is None or existing == "streaming":
+    existing = unit.get(Run, trace_id)
+    if existing is None or existing.status == "streaming":
         run["status"] = status
     if ended is not None:
         run["completed_at"] = ended
@@ -396,18 +551,20 @@ def _run_of_trace(agent: Agent, root: otlp.SpanData, trace: list[otlp.SpanData])
     if first_tokens:
         start, ms = min(first_tokens, key=lambda item: item[0])
         run["first_chunk_at"] = start + timedelta(milliseconds=ms)
-    run_record(agent=agent, data=run, label=f"trace {trace_id}")
-    head_id = head["span_id"]
+    unit.record("run", run, f"trace {trace_id}")
+    head_id = fact.head["span_id"]
     if question:
-        message_record(
-            agent=agent,
-            data={"id": f"{head_id}-in", "conversation_id": conversation_id, "role": "user",
-                  "parts": [{"type": "text", "text": question}], "created_at": started},
+        unit.record(
+            "message",
+            {"id": f"{head_id}-in", "conversation_id": conversation_id, "role": "user",
+             "parts": [{"type": "text", "text": question}], "created_at": started},
+            "record",
         )  # fmt: skip
     if answer:
-        message_record(
-            agent=agent,
-            data={"id": f"{head_id}-out", "conversation_id": conversation_id,
-                  "role": "assistant", "parts": [{"type": "text", "text": answer}],
-                  "run_id": trace_id, "created_at": ended or started},
+        unit.record(
+            "message",
+            {"id": f"{head_id}-out", "conversation_id": conversation_id, "role": "assistant",
+             "parts": [{"type": "text", "text": answer}], "run_id": trace_id,
+             "created_at": ended or started},
+            "record",
         )  # fmt: skip

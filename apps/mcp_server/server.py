@@ -101,17 +101,23 @@ def _page(limit: int, after: str | None) -> dict[str, Any]:
     description="Search the Agent's knowledge by meaning and keywords: passages with their full "
     "text, heading path and document name, each with a relevance score in [0, 1]. An empty "
     "list means the knowledge does not answer the question; lower min_score (0 to 1, default "
-    "the calibrated threshold) to see weaker matches. Needs knowledge:read.",
+    "the calibrated threshold) to see weaker matches. Give run_id (the run this search "
+    "serves) to record the search as that run's retrieval step, as the run page shows it. "
+    "Needs knowledge:read.",
 )
 async def search_knowledge(
     query: str,
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
     limit: int = 10,
     min_score: float | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"query": query, "mode": mode, "limit": limit}
     if min_score is not None:
         body["min_score"] = min_score
+    if run_id is not None:
+        # POST /v1/knowledge/search announces it; activity records the retrieval step.
+        body["run_id"] = run_id
     return await _call("knowledge:read", "POST", "knowledge/search", body=body)
 
 

@@ -87,26 +87,35 @@ def _run_values(run: Run) -> dict[str, Any]:
     return {name: getattr(run, name) for name in names}
 
 
-def rollup_on_run_recorded(event: RunRecorded) -> None:
-    """The listener activity announces recorded runs to (registered in UsageConfig)."""
-    run = event.run
+def rollup_on_runs_recorded(events: list[RunRecorded]) -> None:
+    """The listener activity announces each batch of recorded runs to (registered in
+    UsageConfig): the batch's differences summed per Agent and day first, so a batch of a
+    hundred runs of one Agent-day is one increment of its row, not a hundred."""
+    by_agent: dict[str, list[RunRecorded]] = defaultdict(list)
+    for event in events:
+        by_agent[event.run.agent_id].append(event)
+    for agent_id in sorted(by_agent):
+        _rollup_runs(agent_id, by_agent[agent_id])
+
+
+def _rollup_runs(agent_id: str, events: list[RunRecorded]) -> None:
     days: dict[date, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
     buckets: dict[tuple[date, int], int] = defaultdict(int)
-    changes = [(1, _contribution(_run_values(run)))]
-    if event.previous is not None:
-        changes.append((-1, _contribution(event.previous)))
-    for sign, (day, counters, bucket) in changes:
-        for name, value in counters.items():
-            days[day][name] += sign * value
-        if bucket is not None:
-            buckets[(day, bucket)] += sign
+    for event in events:
+        changes = [(1, _contribution(_run_values(event.run)))]
+        if event.previous is not None:
+            changes.append((-1, _contribution(event.previous)))
+        for sign, (day, counters, bucket) in changes:
+            for name, value in counters.items():
+                days[day][name] += sign * value
+            if bucket is not None:
+                buckets[(day, bucket)] += sign
+    run = events[0].run
     if Run.agent.is_cached(run):  # type: ignore[attr-defined]
         workspace_id = run.agent.workspace_id
     else:
-        workspace_id = Agent.objects.values_list("workspace_id", flat=True).get(pk=run.agent_id)
-    rollup_apply(
-        agent_id=run.agent_id, workspace_id=workspace_id, days=days, latency_buckets=buckets
-    )
+        workspace_id = Agent.objects.values_list("workspace_id", flat=True).get(pk=agent_id)
+    rollup_apply(agent_id=agent_id, workspace_id=workspace_id, days=days, latency_buckets=buckets)
     today = utc_day(timezone.now())
     if any(
         counters["credits_charged"] and month_start(day) == month_start(today)
@@ -140,28 +149,38 @@ def rollup_apply(
     days: Mapping[date, Mapping[str, Any]],
     latency_buckets: Mapping[tuple[date, int], int],
 ) -> None:
-    """Add differences to an Agent's rows; rows left with no runs are removed (as a rebuild
-    would never create them). Rows are touched in key order, so two recordings that touch the
-    same rows lock them in the same order."""
+    """Add differences to an Agent's rows: one multi-row upsert for the days, one for the
+    latency buckets; rows left with no runs are removed (as a rebuild would never create
+    them). Rows are touched in key order, so two recordings that touch the same rows lock them
+    in the same order."""
+    daily = [
+        [agent_id, workspace_id, day, *(days[day].get(name, 0) for name in COUNTER_FIELDS)]
+        for day in sorted(days)
+        if any(days[day].get(name) for name in COUNTER_FIELDS)
+    ]
+    latency = [
+        [agent_id, workspace_id, day, bucket, runs]
+        for (day, bucket), runs in sorted(latency_buckets.items())
+        if runs
+    ]
     with connection.cursor() as cursor:
-        for day in sorted(days):
-            counters = days[day]
-            if not any(counters.get(name) for name in COUNTER_FIELDS):
-                continue
-            cursor.execute(
-                _DAILY_SQL,
-                [agent_id, workspace_id, day, *(counters.get(name, 0) for name in COUNTER_FIELDS)],
-            )
-            if counters.get("runs", 0) < 0:
-                DailyUsage.objects.filter(agent_id=agent_id, day=day, runs=0).delete()
-        for (day, bucket), runs in sorted(latency_buckets.items()):
-            if not runs:
-                continue
-            cursor.execute(_LATENCY_SQL, [agent_id, workspace_id, day, bucket, runs])
-            if runs < 0:
-                DailyLatency.objects.filter(
-                    agent_id=agent_id, day=day, bucket=bucket, runs=0
-                ).delete()
+        for sql, rows in ((_DAILY_SQL, daily), (_LATENCY_SQL, latency)):
+            if rows:
+                cursor.execute(_rows_sql(sql, len(rows[0]), len(rows)), sum(rows, []))
+    emptied = [day for day in sorted(days) if days[day].get("runs", 0) < 0]
+    if emptied:
+        DailyUsage.objects.filter(agent_id=agent_id, day__in=emptied, runs=0).delete()
+    dropped = [(day, bucket) for (day, bucket), runs in latency_buckets.items() if runs < 0]
+    if dropped:
+        DailyLatency.objects.filter(
+            agent_id=agent_id, day__in={day for day, _ in dropped}, runs=0
+        ).delete()
+
+
+def _rows_sql(sql: str, width: int, count: int) -> str:
+    """The one-row upsert `sql` with `count` rows of `width` values."""
+    row = "(" + ", ".join(["%s"] * width) + ")"
+    return sql.replace(row, ", ".join([row] * count), 1)
 
 
 # --- rebuilding it from the runs --------------------------------------------------------------

@@ -8,12 +8,12 @@ class WebhooksConfig(AppConfig):
     def ready(self) -> None:
         # Webhooks listens to activity and usage (never the other way): ended runs and reached
         # thresholds become outbox rows.
-        from apps.activity.events import on_run_recorded
+        from apps.activity.events import on_runs_recorded
         from apps.usage.events import on_threshold_reached
         from apps.webhooks.services import (
-            delivery_record_on_run_recorded,
+            delivery_record_on_runs_recorded,
             delivery_record_on_threshold_reached,
         )
 
-        on_run_recorded(delivery_record_on_run_recorded)
+        on_runs_recorded(delivery_record_on_runs_recorded)
         on_threshold_reached(delivery_record_on_threshold_reached)

@@ -7,6 +7,8 @@ import time
 import orjson
 import pytest
 from google.protobuf import json_format
+from google.rpc.code_pb2 import Code
+from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -253,17 +255,48 @@ def test_a_span_id_recorded_in_another_trace_is_rejected(writer):
     assert RunStep.objects.get(id=ROOT).trace_id == TRACE
 
 
+def _status(response) -> Status:
+    """The google.rpc.Status a failed OTLP request answers, decoded from its own encoding."""
+    status = Status()
+    if response.headers["Content-Type"] == "application/x-protobuf":
+        status.ParseFromString(response.body)
+    else:
+        json_format.Parse(response.body, status, ignore_unknown_fields=True)
+    return status
+
+
 def test_malformed_bodies_and_wrong_content_types_are_clear_errors(writer):
     response = _post(writer, b"\xff\xff\xff garbage", content_type="application/x-protobuf")
-    assert response.status == 400 and response.json()["name"] == "bad_request"
-    assert "Malformed protobuf" in response.json()["message"]
-    assert _post(writer, b"{", content_type="application/json").status == 400
+    assert response.status == 400
+    assert response.headers["Content-Type"] == "application/x-protobuf"
+    status = _status(response)
+    assert status.code == Code.INVALID_ARGUMENT and "Malformed protobuf" in status.message
+    malformed_json = _post(writer, b"{", content_type="application/json")
+    assert malformed_json.status == 400
+    assert malformed_json.json()["name"] == "bad_request"
+    assert _status(malformed_json).message.startswith("Malformed JSON")
     wrong = _post(writer, b"<xml/>", content_type="application/xml")
     assert wrong.status == 415 and wrong.json()["name"] == "unsupported_media_type"
-    assert _post(writer, b"not gzip", encoding="gzip").status == 400
+    assert "application/x-protobuf" in _status(wrong).message
+    not_gzip = _post(writer, b"not gzip", content_type="application/x-protobuf", encoding="gzip")
+    assert not_gzip.status == 400 and _status(not_gzip).message == "The body is not valid gzip."
     assert _post(writer, [1, 2]).status == 400
     assert _post(writer, {"resourceSpans": "x"}).status == 400
     assert not RunStep.objects.exists()
+
+
+def test_authentication_and_scope_failures_are_statuses_in_the_request_encoding(
+    make_api, anonymous_api
+):
+    protobuf = ExportTraceServiceRequest().SerializeToString()
+    anonymous = _post(anonymous_api, protobuf, content_type="application/x-protobuf")
+    assert anonymous.status == 401 and anonymous.headers["WWW-Authenticate"].startswith("Bearer")
+    assert _status(anonymous).code == Code.UNAUTHENTICATED
+    reader = make_api(scopes=["runs:read"])
+    denied = _post(reader, _body(_span(ROOT)))
+    assert denied.status == 403 and denied.json()["name"] == "insufficient_scope"
+    status = _status(denied)
+    assert status.code == Code.PERMISSION_DENIED and "activity:write" in status.message
 
 
 def test_gzip_protobuf_answers_in_protobuf(writer):

@@ -59,6 +59,9 @@ SCRIPTS: dict[str, list[str]] = {
     "knowledge_calibration.py": ["--per-document", "1"],
     "knowledge_search.py": ["--chunks", "60", "--runs", "1"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
+    # Every case (runs, steps, OTLP protobuf; one Agent and spread) for half a second, 2
+    # clients, small batches, through gunicorn as production runs it.
+    "recording.py": ["--tiny"],
     "profile_request.py": ["--requests", "2", "--runs", "300", "--page", "deep", "--build",
                            "stock", "--top", "3"],
     "run_page.py": ["--requests", "1", "--steps", "10"],
@@ -145,6 +148,7 @@ def test_script_runs_at_a_tiny_size(
         "MEMORY_DATABASE_URL": bench_database,
         "RUN_PAGE_DATABASE_URL": bench_database,
         "CALIBRATION_DATABASE_URL": bench_database,
+        "RECORDING_DATABASE_URL": bench_database,
         "REDIS_URL": settings.REDIS_URL,
         "CORPUS_DIR": str(small_corpus),
         "VAR_DIR": str(tmp_path / "var"),

@@ -258,7 +258,7 @@ def test_every_jsonrpc_field_with_every_hostile_value(grant, field):
 
 
 TOOL_ARGUMENTS = {
-    "search_knowledge": ["query", "mode", "limit"],
+    "search_knowledge": ["query", "mode", "limit", "run_id"],
     "list_documents": ["limit", "after"],
     "read_document": ["document_id"],
     "list_conversations": ["limit", "after", "user_id", "status"],

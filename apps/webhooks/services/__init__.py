@@ -30,9 +30,10 @@ from apps.webhooks.services.manual import (
     delivery_send_test,
 )
 from apps.webhooks.services.outbox import (
+    deliveries_record_for_runs,
     delivery_record_for_run,
     delivery_record_for_usage_threshold,
-    delivery_record_on_run_recorded,
+    delivery_record_on_runs_recorded,
     delivery_record_on_threshold_reached,
     event_body,
 )
@@ -46,7 +47,8 @@ __all__ = [
     "deliveries_reclaim_expired",
     "delivery_record_for_run",
     "delivery_record_for_usage_threshold",
-    "delivery_record_on_run_recorded",
+    "deliveries_record_for_runs",
+    "delivery_record_on_runs_recorded",
     "delivery_record_on_threshold_reached",
     "delivery_retry",
     "delivery_send_due",

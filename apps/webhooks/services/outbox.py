@@ -25,56 +25,86 @@ def event_body(*, event_type: str, at: datetime, data: dict) -> str:
     return orjson.dumps({"type": event_type, "timestamp": iso(at), "data": data}).decode()
 
 
-def delivery_record_on_run_recorded(event: RunRecorded) -> None:
-    """The listener activity announces recorded runs to (registered in WebhooksConfig)."""
-    if event.ended:
-        delivery_record_for_run(run=event.run)
+def delivery_record_on_runs_recorded(events: list[RunRecorded]) -> None:
+    """The listener activity announces each batch of recorded runs to (registered in
+    WebhooksConfig): one delivery per run the batch ended."""
+    ended = [event.run for event in events if event.ended]
+    by_agent: dict[str, list[Run]] = {}
+    for run in ended:
+        by_agent.setdefault(run.agent_id, []).append(run)
+    for runs in by_agent.values():
+        deliveries_record_for_runs(runs=runs)
 
 
 def delivery_record_for_run(*, run: Run) -> WebhookDelivery | None:
-    """Called inside the transaction in which `run` reached an end state.
+    """Called inside the transaction in which `run` reached an end state (see below)."""
+    return deliveries_record_for_runs(runs=[run]).get(run.id)
 
-    Creates the run's one delivery when its Agent's webhook is enabled and subscribed to
-    `run.<status>`; while the webhook is paused the delivery waits as `paused`. The send is
-    queued after commit; if the broker is down the dispatcher sweep sends it instead.
+
+def deliveries_record_for_runs(*, runs: list[Run]) -> dict[str, WebhookDelivery]:
+    """Called inside the transaction in which `runs` (of one Agent) reached an end state.
+
+    Creates each run's one delivery when its Agent's webhook is enabled and subscribed to
+    `run.<status>`; while the webhook is paused the delivery waits as `paused`. The sends are
+    queued after commit; if the broker is down the dispatcher sweep sends them instead. A few
+    statements for the whole batch: the webhook, the deliveries already recorded, one insert.
+    Returns run id -> its delivery (new or already recorded).
     """
-    if run.status not in END_STATUSES:
-        return None
-    event_type = f"run.{run.status}"
-    webhook = Webhook.objects.filter(agent_id=run.agent_id).first()
+    runs = [run for run in runs if run.status in END_STATUSES]
+    if not runs:
+        return {}
+    webhook = Webhook.objects.filter(agent_id=runs[0].agent_id).first()
     if webhook is None or not webhook.enabled or not webhook.url:
-        return None
-    if event_type not in webhook.events:
-        return None
-    existing = WebhookDelivery.objects.filter(
-        webhook=webhook, run_id=run.id, event_type=event_type, is_test=False
-    ).first()
-    if existing is not None:
-        return existing
-
+        return {}
+    runs = [run for run in runs if f"run.{run.status}" in webhook.events]
+    if not runs:
+        return {}
+    event_types = {run.id: f"run.{run.status}" for run in runs}
+    found = {
+        str(delivery.run_id): delivery
+        for delivery in WebhookDelivery.objects.filter(
+            webhook=webhook, run_id__in=list(event_types), is_test=False
+        )
+        if delivery.event_type == event_types.get(delivery.run_id or "")
+    }
     now = timezone.now()
     held = webhook.paused_at is not None
+    new = [_delivery_new(webhook, run, now=now, held=held) for run in runs if run.id not in found]
     try:
         with transaction.atomic():  # a savepoint: a duplicate must not break the caller's work
-            delivery = WebhookDelivery.objects.create(
-                webhook=webhook,
-                agent_id=run.agent_id,
-                run_id=run.id,
-                event_type=event_type,
-                is_test=False,
-                body=event_body(event_type=event_type, at=now, data=run_to_dict(run)),
-                status=DeliveryStatus.PAUSED if held else DeliveryStatus.PENDING,
-                next_attempt_at=None if held else now,
-                created_at=now,
-                updated_at=now,
-            )
-    except IntegrityError:  # recorded concurrently: the first one stands
-        return WebhookDelivery.objects.filter(
-            webhook=webhook, run_id=run.id, event_type=event_type, is_test=False
-        ).first()
-    if not held:
-        transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
-    return delivery
+            WebhookDelivery.objects.bulk_create(new)
+    except IntegrityError:  # some recorded concurrently: the first ones stand
+        kept = []
+        for delivery in new:
+            delivery.pk = None
+            try:
+                with transaction.atomic():
+                    delivery.save(force_insert=True)
+                kept.append(delivery)
+            except IntegrityError:
+                continue
+        new = kept
+    for delivery in new:
+        found[str(delivery.run_id)] = delivery
+        if not held:
+            transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
+    return found
+
+
+def _delivery_new(webhook: Webhook, run: Run, *, now: datetime, held: bool) -> WebhookDelivery:
+    event_type = f"run.{run.status}"
+    return WebhookDelivery(
+        webhook=webhook,
+        agent_id=run.agent_id,
+        run_id=run.id,
+        event_type=event_type,
+        is_test=False,
+        body=event_body(event_type=event_type, at=now, data=run_to_dict(run)),
+        status=DeliveryStatus.PAUSED if held else DeliveryStatus.PENDING,
+        next_attempt_at=None if held else now,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def delivery_record_on_threshold_reached(event: ThresholdAnnounced) -> None:

@@ -1,0 +1,446 @@
+"""Recording throughput from outside: completed runs, steps and OTLP spans over real HTTP.
+
+    uv run python benchmarks/recording.py [--seconds 10] [--clients 16] [--batch 100]
+        [--step-runs 10] [--steps-per-run 99] [--otlp-traces 100] [--spans-per-trace 10]
+        [--only CASE ...] [--tiny]
+
+Starts the service as the README runs it in production (gunicorn, 2 workers x 4 threads, on
+loopback) against a database of its own (RECORDING_DATABASE_URL, default
+postgres://postgres@127.0.0.1:5432/agent_console_recording; migrated, one workspace with 17
+Agents and an `activity:write` key each) and Redis (REDIS_URL; the rate limit raised so it
+never refuses). Each case runs `--seconds` with its clients (threads holding one keep-alive
+connection each, every request built before its clock starts) and counts what the server
+answered 200 for:
+
+- runs: completed runs (one per request, or `--batch` per request) posted to /v1/ingest, by
+  1 or `--clients` clients, all on one Agent or spread over `--clients` Agents (the issue's
+  "no single-row serialisation": one Agent should reach 90 % of the spread figure);
+- steps: `type: step` records in batches (`--step-runs` runs of `--steps-per-run` steps each,
+  one request), 1 client and 4 clients;
+- otlp: `ExportTraceServiceRequest` protobuf batches built with opentelemetry-proto
+  (`--otlp-traces` traces of `--spans-per-trace` spans: an invoke_agent root, chat spans with
+  token usage, execute_tool spans), 1 client and 4 clients.
+
+Prints one line per case (records/s, requests/s, p50/p95 latency, load average) and the
+one-Agent / spread ratios. `--tiny` runs every case for a moment at a small size (the smoke run
+of tests/benchmarks/).
+"""
+
+import argparse
+import http.client
+import itertools
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agent_console_recording"
+AGENTS = 17
+_counter = itertools.count()
+_counter_lock = threading.Lock()
+
+
+def unique(prefix: str) -> str:
+    with _counter_lock:
+        return f"{prefix}_{os.getpid()}_{time.time_ns()}_{next(_counter)}"
+
+
+def prepare(clients: int) -> list[dict]:
+    """Migrate; one workspace, AGENTS Agents, a key each. Returns [{agent, key}]."""
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from apps.workspaces.models import Agent, Workspace
+    from apps.workspaces.services import api_key_create
+
+    call_command("migrate", verbosity=0)
+    workspace, _ = Workspace.objects.get_or_create(id="ws_recording", defaults={"name": "Rec"})
+    out = []
+    for number in range(AGENTS):
+        agent, _ = Agent.objects.get_or_create(
+            id=f"agt_recording_{number:02d}",
+            defaults={"workspace": workspace, "name": f"Recording {number}"},
+        )
+        _key, raw = api_key_create(
+            agent=agent, name="recording bench", scopes=["activity:write"], created_by=None
+        )
+        out.append({"agent": agent.pk, "key": raw})
+    return out
+
+
+# --- request bodies ------------------------------------------------------------------------------
+
+
+def run_records(conversation: str, count: int) -> list[dict]:
+    now = time.time()
+    created = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - 3)) + "Z"
+    completed = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + "Z"
+    return [
+        {"type": "run", "id": unique("run"), "conversation_id": conversation,
+         "request_id": unique("req"), "status": "completed", "model_id": "gpt-4.1-mini",
+         "sdk_version": "5.0.12", "input_tokens": 1830, "output_tokens": 212,
+         "total_tokens": 2042, "credits_charged": 0.42, "tool_names": ["lookup_order"],
+         "created_at": created, "completed_at": completed, "total_turn_latency_ms": 2870}
+        for _ in range(count)
+    ]  # fmt: skip
+
+
+def step_records(conversation: str, runs: int, steps: int) -> list[dict]:
+    records: list[dict] = []
+    for run in run_records(conversation, runs):
+        totals = ("input_tokens", "output_tokens", "total_tokens", "credits_charged")
+        records.append({key: value for key, value in run.items() if key not in totals})
+        root = unique("step")
+        records.append({"type": "step", "id": root, "run_id": run["id"], "kind": "agent",
+                        "name": "invoke_agent", "started_at": run["created_at"],
+                        "ended_at": run["completed_at"]})  # fmt: skip
+        for index in range(steps - 1):
+            step = {"type": "step", "id": unique("step"), "run_id": run["id"], "parent_id": root,
+                    "started_at": run["created_at"], "ended_at": run["completed_at"]}  # fmt: skip
+            if index % 2:
+                step |= {"kind": "tool", "name": "execute_tool lookup_order",
+                         "tool_name": "lookup_order", "input": {"order": index},
+                         "output": {"status": "shipped"}}  # fmt: skip
+            else:
+                step |= {"kind": "model", "name": "chat gpt-4.1-mini",
+                         "model_id": "gpt-4.1-mini", "input_tokens": 100, "output_tokens": 20,
+                         "total_tokens": 120, "finish_reason": "stop"}  # fmt: skip
+            records.append(step)
+    return records
+
+
+def otlp_body(conversation: str, traces: int, spans: int) -> bytes:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    def attributes(**values) -> list:
+        out = []
+        for key, value in values.items():
+            key = key.replace("__", ".")
+            if isinstance(value, str):
+                out.append(KeyValue(key=key, value=AnyValue(string_value=value)))
+            else:
+                out.append(KeyValue(key=key, value=AnyValue(int_value=value)))
+        return out
+
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend(
+        attributes(
+            service__name="bench",
+            telemetry__sdk__name="opentelemetry",
+            telemetry__sdk__version="1.45.1",
+        )  # fmt: skip
+    )
+    scope = resource_spans.scope_spans.add()
+    scope.scope.name = "benchmarks.recording"
+    start = time.time_ns() - 3_000_000_000
+    end = start + 2_000_000_000
+    for _ in range(traces):
+        trace_id = os.urandom(16)
+        root_id = os.urandom(8)
+        scope.spans.append(
+            Span(
+                trace_id=trace_id,
+                span_id=root_id,
+                name="invoke_agent support",
+                start_time_unix_nano=start,
+                end_time_unix_nano=end,
+                attributes=attributes(
+                    gen_ai__operation__name="invoke_agent",
+                    gen_ai__conversation__id=conversation,
+                    gen_ai__input__messages='[{"role":"user","content":"Where is my refund?"}]',
+                    gen_ai__output__messages='[{"role":"assistant","content":"On its way."}]',
+                ),
+            )  # fmt: skip
+        )
+        for index in range(spans - 1):
+            if index % 2:
+                extra = attributes(gen_ai__operation__name="execute_tool",
+                                   gen_ai__tool__name="lookup_order",
+                                   gen_ai__tool__call__arguments='{"order": 1042}',
+                                   gen_ai__tool__call__result='{"status": "shipped"}')  # fmt: skip
+                name = "execute_tool lookup_order"
+            else:
+                extra = attributes(gen_ai__operation__name="chat",
+                                   gen_ai__request__model="gpt-4.1-mini",
+                                   gen_ai__usage__input_tokens=100,
+                                   gen_ai__usage__output_tokens=20)  # fmt: skip
+                name = "chat gpt-4.1-mini"
+            scope.spans.append(
+                Span(
+                    trace_id=trace_id,
+                    span_id=os.urandom(8),
+                    parent_span_id=root_id,
+                    name=name,
+                    start_time_unix_nano=start + 1000,
+                    end_time_unix_nano=end - 1000,
+                    attributes=extra,
+                )  # fmt: skip
+            )
+    return request.SerializeToString()
+
+
+# --- load ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    name: str
+    unit: str  # "runs" or "spans"
+    clients: int
+    agents: int  # the clients are spread over this many Agents
+    path: str
+    content_type: str
+    per_request: int  # units each request records
+    build: object  # (conversation) -> bytes
+
+
+@dataclass
+class Outcome:
+    requests: int = 0
+    latencies: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+def client_loop(port, key, conversation, case: Case, stop_at, outcome: Outcome, lock) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": case.content_type}
+    done, latencies, failures = 0, [], []
+    while time.monotonic() < stop_at:
+        body = case.build(conversation)
+        started = time.monotonic()
+        try:
+            connection.request("POST", case.path, body=body, headers=headers)
+            response = connection.getresponse()
+            payload = response.read()
+        except (OSError, http.client.HTTPException) as error:
+            failures.append(repr(error))
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            continue
+        latencies.append(time.monotonic() - started)
+        if response.status != 200 or b"rejectedSpans" in payload or b"rejected_spans" in payload:
+            failures.append(f"{response.status} {payload[:300]!r}")
+            continue
+        done += 1
+    connection.close()
+    with lock:
+        outcome.requests += done
+        outcome.latencies += latencies
+        outcome.failures += failures
+
+
+def conversation_for(port: int, key: str) -> str:
+    conversation = unique("conv")
+    body = orjson.dumps([{"type": "conversation", "id": conversation, "status": "completed"}])
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request(
+        "POST", "/v1/ingest", body=body,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )  # fmt: skip
+    response = connection.getresponse()
+    payload = response.read()
+    connection.close()
+    if response.status != 200:
+        raise SystemExit(f"setup failed: {response.status} {payload[:300]!r}")
+    return conversation
+
+
+def run_case(case: Case, *, port: int, credentials: list[dict], seconds: float) -> dict:
+    lanes = []
+    for client in range(case.clients):
+        credential = credentials[client % case.agents]
+        lanes.append((credential["key"], conversation_for(port, credential["key"])))
+    # One request per client before the clock starts: every worker thread warm.
+    warm = Outcome()
+    lock = threading.Lock()
+    threads = [
+        threading.Thread(
+            target=client_loop,
+            args=(port, key, conversation, case, time.monotonic() + 0.01, warm, lock),
+        )
+        for key, conversation in lanes
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    outcome = Outcome()
+    stop_at = time.monotonic() + seconds
+    started = time.monotonic()
+    threads = [
+        threading.Thread(
+            target=client_loop, args=(port, key, conversation, case, stop_at, outcome, lock)
+        )
+        for key, conversation in lanes
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - started
+    if outcome.failures or warm.failures:
+        raise SystemExit(f"{case.name}: {(outcome.failures or warm.failures)[:3]}")
+    latencies = sorted(outcome.latencies) or [0.0]
+    return {
+        "case": case.name,
+        "rate": outcome.requests * case.per_request / elapsed,
+        "unit": case.unit,
+        "requests": outcome.requests,
+        "p50": statistics.median(latencies) * 1000,
+        "p95": latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))] * 1000,
+        "load": os.getloadavg()[0],
+    }
+
+
+def cases(args) -> list[Case]:
+    json_type, protobuf = "application/json", "application/x-protobuf"
+    ingest, traces = "/v1/ingest", "/v1/otlp/v1/traces"
+    batch, clients = args.batch, args.clients
+
+    def runs(count):
+        return lambda conversation: orjson.dumps(run_records(conversation, count))
+
+    steps_per_request = args.step_runs * args.steps_per_run
+    out = [
+        Case("runs 1 client x 1 run", "runs", 1, 1, ingest, json_type, 1, runs(1)),
+        Case(f"runs {clients} clients x 1 run, 1 Agent", "runs", clients, 1, ingest,
+             json_type, 1, runs(1)),
+        Case(f"runs {clients} clients x 1 run, {clients} Agents", "runs", clients, clients,
+             ingest, json_type, 1, runs(1)),
+        Case(f"runs 1 client x {batch}", "runs", 1, 1, ingest, json_type, batch, runs(batch)),
+        Case(f"runs {clients} clients x {batch}, 1 Agent", "runs", clients, 1, ingest,
+             json_type, batch, runs(batch)),
+        Case(f"runs {clients} clients x {batch}, {clients} Agents", "runs", clients, clients,
+             ingest, json_type, batch, runs(batch)),
+    ]  # fmt: skip
+    for count in (1, 4):
+        out.append(
+            Case(f"steps {count} client(s) x {steps_per_request}", "spans", count, count, ingest,
+                 json_type, steps_per_request,
+                 lambda conversation: orjson.dumps(
+                     step_records(conversation, args.step_runs, args.steps_per_run)))
+        )  # fmt: skip
+    spans_per_request = args.otlp_traces * args.spans_per_trace
+    for count in (1, 4):
+        out.append(
+            Case(f"otlp {count} client(s) x {spans_per_request}", "spans", count, count, traces,
+                 protobuf, spans_per_request,
+                 lambda conversation: otlp_body(conversation, args.otlp_traces,
+                                                args.spans_per_trace))
+        )  # fmt: skip
+    if args.only:
+        out = [case for case in out if any(word in case.name for word in args.only)]
+    return out
+
+
+def start_server(env: dict, port: int) -> subprocess.Popen:
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / "recording_gunicorn.log"
+    with open(log, "a") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--workers", "2",
+             "--threads", "4", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+
+
+def wait_until_up(port: int, key: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/v1/connection", headers={"Authorization": f"Bearer {key}"})
+            response = connection.getresponse()
+            response.read()
+            if response.status == 200:
+                return
+            last = response.status
+        except OSError as error:
+            last = error
+            time.sleep(0.3)
+    raise SystemExit(f"gunicorn did not answer at port {port}: {last}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--step-runs", type=int, default=10)
+    parser.add_argument("--steps-per-run", type=int, default=99)
+    parser.add_argument("--otlp-traces", type=int, default=100)
+    parser.add_argument("--spans-per-trace", type=int, default=10)
+    parser.add_argument("--port", type=int, default=8771)
+    parser.add_argument("--only", nargs="*", help="run the cases whose name has these words")
+    parser.add_argument("--tiny", action="store_true", help="every case, a moment, small sizes")
+    args = parser.parse_args()
+    if args.tiny:
+        args.seconds, args.clients, args.batch = 0.5, 2, 5
+        args.step_runs, args.steps_per_run, args.otlp_traces, args.spans_per_trace = 2, 5, 2, 5
+    args.clients = min(args.clients, AGENTS - 1)
+
+    database_url = os.environ.get("RECORDING_DATABASE_URL", DEFAULT_URL)
+    ensure_database(database_url)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/7",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "API_RATE_LIMIT": "100000000/minute",
+        "LOG_LEVEL": "WARNING",
+        "DEBUG": "0",
+    }
+    os.environ.update(env)
+    credentials = prepare(args.clients)
+    load_before = os.getloadavg()
+    print(
+        f"recording through gunicorn (2 workers x 4 threads), {os.cpu_count()} CPUs, "
+        f"{args.seconds:g} s a case; load average before: "
+        f"{' / '.join(f'{v:.2f}' for v in load_before)} (1/5/15 min)",
+        flush=True,
+    )
+    server = start_server(env, args.port)
+    results = []
+    try:
+        wait_until_up(args.port, credentials[0]["key"])
+        for case in cases(args):
+            result = run_case(case, port=args.port, credentials=credentials, seconds=args.seconds)
+            results.append(result)
+            print(
+                f"  {result['case']:38s} {result['rate']:9.1f} {result['unit']}/s  "
+                f"{result['requests']:6d} requests  p50 {result['p50']:7.1f} ms  "
+                f"p95 {result['p95']:7.1f} ms  load {result['load']:.2f}",
+                flush=True,
+            )
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    by_name = {result["case"]: result["rate"] for result in results}
+    for size in ("1 run", str(args.batch)):
+        one = by_name.get(f"runs {args.clients} clients x {size}, 1 Agent")
+        spread = by_name.get(f"runs {args.clients} clients x {size}, {args.clients} Agents")
+        if one and spread:
+            print(f"one Agent / {args.clients} Agents, {size} per request: {one / spread:.2f}")
+
+
+if __name__ == "__main__":
+    main()
