@@ -27,6 +27,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +47,12 @@ def _prepare_environment() -> None:
     # Embed tasks that ingestion queues land in a throwaway broker folder (the benchmark embeds
     # in process), never in the project's var/.
     os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="knowledge-bench-var-"))
+    # Metric samples (every search records its duration) go to a folder that must exist.
+    metrics_dir = Path(
+        os.environ.get("PROMETHEUS_MULTIPROC_DIR", Path(os.environ["VAR_DIR"]) / "prometheus")
+    )
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     if url.startswith("postgres"):
@@ -70,6 +77,15 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="time the chunks an earlier run loaded, load nothing"
     )
+    parser.add_argument(
+        "--http",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="then load POST /v1/knowledge/search through gunicorn for SECONDS per mode",
+    )
+    parser.add_argument("--connections", type=int, default=8, help="HTTP clients (--http)")
+    parser.add_argument("--port", type=int, default=8787, help="gunicorn's port (--http)")
     args = parser.parse_args()
     _prepare_environment()
 
@@ -105,6 +121,8 @@ def main() -> None:
         }
         for mode in ("keyword", "hybrid"):
             _evaluate(existing, by_file, relevance, f"Relevance with {total} chunks", mode)
+        if args.http:
+            _http_load(existing, relevance, args)
         return
     Workspace.objects.filter(name="Knowledge benchmark").delete()
     workspace = Workspace.objects.create(name="Knowledge benchmark")
@@ -150,6 +168,8 @@ def main() -> None:
     total = _time_searches(agent, relevance, args.runs)
     for mode in ("keyword", "hybrid"):
         _evaluate(agent, by_file, relevance, f"Relevance with {total} chunks", mode)
+    if args.http:
+        _http_load(agent, relevance, args)
 
 
 def _evaluate(agent, by_file: dict[str, str], relevance: dict, label: str, mode: str) -> None:
@@ -226,6 +246,110 @@ def _percentiles(values: list[float]) -> str:
     p50 = statistics.median(values)
     p95 = values[max(0, int(len(values) * 0.95) - 1)]
     return f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {values[-1]:.1f} ms"
+
+
+def _http_load(agent, relevance: dict, args) -> None:
+    """The served search under load: gunicorn as the README runs it (2 workers x 4 threads) on
+    the benchmark's database, `--connections` clients each sending the timed queries in turn
+    (from different starting points) for `--http` seconds per mode, after a warm-up in which
+    every worker has loaded the model. Prints requests per second, p50/p95/p99 and the slowest.
+    The clients are threads of this process (the Python loop of benchmarks/api_lists.py): a
+    request costs them a small part of a millisecond of CPU, on the same cores as the server."""
+    import http.client
+    import threading
+    from urllib.request import Request, urlopen
+
+    from django.db import connection
+
+    from apps.workspaces.services.api_keys import api_key_create
+
+    _, key = api_key_create(agent=agent, name="search bench", scopes=["knowledge:read"])
+    queries = [query for query, _ in _timed_queries(relevance)]
+    env = {
+        **os.environ,
+        "DATABASE_URL": os.environ["DATABASE_URL"],
+        "API_RATE_LIMIT": "100000000/minute",  # measured, never refused
+        "LOG_LEVEL": "WARNING",
+        "DEBUG": "0",
+    }
+    connection.close()
+    command = [
+        sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", "2", "--threads", "4",
+        "--bind", f"127.0.0.1:{args.port}", "--log-level", "warning",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{args.port}/v1/knowledge/search"
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def body(query: str, mode: str) -> bytes:
+        return json.dumps({"query": query, "limit": 10, "mode": mode, "min_score": 0}).encode()
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                request = Request(url, data=body("warm up", "keyword"), headers=headers)
+                with urlopen(request, timeout=30) as response:
+                    if response.status == 200:
+                        break
+            except OSError as error:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"gunicorn did not answer: {error}") from error
+                time.sleep(0.3)
+
+        def load(mode: str, seconds: float) -> list[float]:
+            stop = time.monotonic() + seconds
+            latencies: list[list[float]] = [[] for _ in range(args.connections)]
+            failures: list[str] = []
+
+            def client(index: int) -> None:
+                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
+                turn = index * 5
+                while time.monotonic() < stop and not failures:
+                    payload = body(queries[turn % len(queries)], mode)
+                    turn += 1
+                    started = time.perf_counter()
+                    conn.request("POST", "/v1/knowledge/search", payload, headers)
+                    response = conn.getresponse()
+                    response.read()
+                    if response.status != 200:
+                        failures.append(f"{response.status} for {payload!r}")
+                    latencies[index].append((time.perf_counter() - started) * 1000)
+
+            threads = [
+                threading.Thread(target=client, args=(index,)) for index in range(args.connections)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if failures:
+                raise SystemExit(f"failed requests: {failures[:3]}")
+            return sorted(sum(latencies, []))
+
+        print(
+            f"HTTP: POST /v1/knowledge/search, gunicorn 2 workers x 4 threads, "
+            f"{args.connections} connections, {len(queries)} queries in turn, limit 10"
+        )
+        for mode in ("keyword", "hybrid", "semantic"):
+            load(mode, min(3.0, args.http))  # every worker thread warmed (model, statements)
+            load_before = os.getloadavg()[0]
+            values = load(mode, args.http)
+            rate = len(values) / args.http
+            p = {
+                share: values[min(len(values) - 1, int(len(values) * share))]
+                for share in (0.5, 0.95, 0.99)
+            }
+            print(
+                f"HTTP {mode:8} {rate:6.1f} req/s ({len(values)} requests in {args.http:.0f} s): "
+                f"p50 {p[0.5]:.1f} ms, p95 {p[0.95]:.1f} ms, p99 {p[0.99]:.1f} ms, "
+                f"max {values[-1]:.1f} ms, over 1 s: {sum(v > 1000 for v in values)} "
+                f"(load {load_before:.2f} -> {os.getloadavg()[0]:.2f})",
+                flush=True,
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 # Words planted in the synthetic chunks at chosen frequencies, so the timed queries cover a
@@ -385,7 +509,9 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
         print(f"  keyword index built in {time.perf_counter() - index_started:.1f} s", flush=True)
         if with_vectors:
             index_started = time.perf_counter()
-            cursor.execute("SET maintenance_work_mem = '2GB'")
+            # The graph of a million 384-dimension vectors is about 2.3 GB: built in memory
+            # (pgvector says when it no longer fits and goes on several times slower).
+            cursor.execute("SET maintenance_work_mem = '3GB'")
             cursor.execute(vector_index)
             print(
                 f"  HNSW index of {missing} vectors built in "
