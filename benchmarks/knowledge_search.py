@@ -202,10 +202,16 @@ def _evaluate(agent, by_file: dict[str, str], relevance: dict, label: str, mode:
 
 
 def _time_searches(agent, relevance: dict, runs: int) -> int:
-    """p50/p95 per mode and kind of query, and the SQL queries per search."""
+    """p50/p95 per mode and kind of query, and the SQL queries per search.
+
+    Beside the wall-clock time, each search's time on a CPU — this thread's and its PostgreSQL
+    backend's, from the kernel's scheduler statistics (/proc/.../schedstat, nanoseconds) — and
+    the time both waited for a CPU: on a shared, loaded machine the wall clock is mostly that
+    wait, and on-CPU time is what the search costs (what a quiet machine would show, about)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from apps.knowledge import embeddings
     from apps.knowledge.models import KnowledgeChunk
     from apps.knowledge.search import search_chunks
 
@@ -217,28 +223,54 @@ def _time_searches(agent, relevance: dict, runs: int) -> int:
         f"First hybrid search (model load + the Agent's sign bits into memory): "
         f"{(time.perf_counter() - started) * 1000:.0f} ms"
     )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
     queries = _timed_queries(relevance)
     for query, _ in queries:  # warm the caches once
         search_chunks(agent=agent, query=query, limit=10)
-    for mode in ("keyword", "hybrid", "semantic"):
+    # Hybrid with a query the process has not embedded before (the cache emptied before each).
+    for mode in ("keyword", "hybrid", "semantic", "hybrid, new query"):
         timings: dict[str, list[float]] = {}
+        cpu: list[float] = []
+        waited: list[float] = []
         counts = set()
         for _ in range(args_runs):
             for query, kind in queries:
+                if mode.endswith("new query"):
+                    embeddings._query_vectors.clear()
                 with CaptureQueriesContext(connection) as captured:
+                    before = _schedstat("thread-self"), _schedstat(backend)
                     started = time.perf_counter()
-                    search_chunks(agent=agent, query=query, limit=10, mode=mode)
+                    search_chunks(agent=agent, query=query, limit=10, mode=mode.split(",")[0])
                     elapsed = (time.perf_counter() - started) * 1000
+                    after = _schedstat("thread-self"), _schedstat(backend)
                 timings.setdefault(kind, []).append(elapsed)
                 timings.setdefault("all", []).append(elapsed)
+                cpu.append(sum(a[0] - b[0] for a, b in zip(after, before, strict=True)) / 1e6)
+                waited.append(sum(a[1] - b[1] for a, b in zip(after, before, strict=True)) / 1e6)
                 counts.add(len(captured))
         for kind, values in timings.items():
             print(
                 f"{mode:8} {kind:7} over {total} chunks ({len(values)} searches): "
                 f"{_percentiles(values)}"
             )
+        print(f"{mode:8} on a CPU (this thread + its PostgreSQL backend): {_percentiles(cpu)}")
+        print(f"{mode:8} waiting for a CPU (both): {_percentiles(waited)}")
         print(f"{mode:8} queries per search: {sorted(counts)}")
+    print(f"load average after timing: {' / '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return total
+
+
+def _schedstat(task: int | str) -> tuple[int, int]:
+    """(ns on a CPU, ns waiting for one) of a task so far: "thread-self" or a local process id
+    (0, 0 when unreadable: a database on another machine)."""
+    try:
+        with open(f"/proc/{task}/schedstat") as stat:
+            running, waiting, _ = stat.read().split()
+    except (OSError, ValueError):
+        return 0, 0
+    return int(running), int(waiting)
 
 
 def _percentiles(values: list[float]) -> str:
@@ -334,7 +366,15 @@ def _http_load(agent, relevance: dict, args) -> None:
         for mode in ("keyword", "hybrid", "semantic"):
             load(mode, min(3.0, args.http))  # every worker thread warmed (model, statements)
             load_before = os.getloadavg()[0]
+            web, database = _server_processes(server.pid)
+            cpu_before = _cpu_seconds(web), _cpu_seconds(database)
             values = load(mode, args.http)
+            cpu = [
+                (after - before) * 1000 / max(len(values), 1)
+                for before, after in zip(
+                    cpu_before, (_cpu_seconds(web), _cpu_seconds(database)), strict=True
+                )
+            ]
             rate = len(values) / args.http
             p = {
                 share: values[min(len(values) - 1, int(len(values) * share))]
@@ -343,13 +383,47 @@ def _http_load(agent, relevance: dict, args) -> None:
             print(
                 f"HTTP {mode:8} {rate:6.1f} req/s ({len(values)} requests in {args.http:.0f} s): "
                 f"p50 {p[0.5]:.1f} ms, p95 {p[0.95]:.1f} ms, p99 {p[0.99]:.1f} ms, "
-                f"max {values[-1]:.1f} ms, over 1 s: {sum(v > 1000 for v in values)} "
+                f"max {values[-1]:.1f} ms, over 1 s: {sum(v > 1000 for v in values)}; CPU a "
+                f"request: gunicorn {cpu[0]:.1f} ms + PostgreSQL {cpu[1]:.1f} ms "
                 f"(load {load_before:.2f} -> {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _server_processes(server_pid: int) -> tuple[list[int], list[int]]:
+    """The gunicorn workers, and the PostgreSQL backends connected to the benchmark's database
+    (the workers' persistent connections) when the server runs on this machine."""
+    from django.db import connection
+
+    try:
+        with open(f"/proc/{server_pid}/task/{server_pid}/children") as children:
+            web = [int(pid) for pid in children.read().split()]
+    except OSError:
+        web = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        database = [row[0] for row in cursor.fetchall()]
+    connection.close()
+    return web, database
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes used so far (0 for one that is gone or unreadable)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 # Words planted in the synthetic chunks at chosen frequencies, so the timed queries cover a

@@ -224,6 +224,11 @@ def main() -> None:
                 "ingestion_s": round(ingested_s, 1),
                 "embedded_chunks": document.embedded_chunk_count,
                 "embedding_s": round(embedding_s, 1),
+                # Throughput: chunks embedded per second of the embedding phase (every window
+                # of each chunk; an 1,800-character passage is 3-5 of them, docs/knowledge.md).
+                "embedding_chunks_per_s": round(document.embedded_chunk_count / embedding_s, 2)
+                if embedding_s
+                else None,
                 "phases": phases,
                 "settings": {
                     name: os.environ.get(name)
