@@ -8,12 +8,21 @@
    MRR (mean of 1/rank of the expected passage).
    Then the paraphrase set (benchmarks/knowledge_paraphrase.json, questions that share few
    words with their answer) in each mode: keyword, semantic, hybrid.
-2. Bulk-loads synthetic chunks (COPY; see _add_synthetic_chunks) into the same Agent until it
-   has --chunks of them, and times the search service per mode over a mix of very common,
-   common, medium, rare and natural-language queries plus the relevance queries: p50/p95 and
-   the number of SQL queries per search.
+2. Bulk-loads synthetic chunks (COPY; see _add_synthetic_chunks), each with its vector in
+   pgvector's column, into the same Agent until it has --chunks of them, builds the keyword
+   and HNSW indexes after the load (timed), and times the search service per mode over a mix
+   of very common, common, medium, rare and natural-language queries plus the relevance
+   queries: p50/p95 and the number of SQL queries per search.
 
-    uv run python benchmarks/knowledge_search.py --chunks 1000000   # about 10 minutes
+    uv run python benchmarks/knowledge_search.py --chunks 1000000   # 15-60 minutes
+    uv run python benchmarks/knowledge_search.py --reuse --http 20  # then through HTTP
+
+   Each mode's timing also gives the searches' time on a CPU (this process's thread and its
+   PostgreSQL backend, from /proc/.../schedstat) and the time they waited for one, so that a
+   figure taken on a loaded machine says how much of it is the load.
+3. With --http SECONDS: gunicorn as the README runs it (2 workers x 4 threads) serves
+   POST /v1/knowledge/search to --connections (8) clients per mode: requests per second,
+   p50/p95/p99, the slowest, and the CPU a request costs the web workers and PostgreSQL.
 
 It runs against BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/
 agent_console_bench), created and migrated if missing; never against the test databases.
@@ -85,7 +94,7 @@ def main() -> None:
         help="then load POST /v1/knowledge/search through gunicorn for SECONDS per mode",
     )
     parser.add_argument("--connections", type=int, default=8, help="HTTP clients (--http)")
-    parser.add_argument("--port", type=int, default=8787, help="gunicorn's port (--http)")
+    parser.add_argument("--port", type=int, default=0, help="gunicorn's port (0: a free one)")
     args = parser.parse_args()
     _prepare_environment()
 
@@ -288,6 +297,7 @@ def _http_load(agent, relevance: dict, args) -> None:
     The clients are threads of this process (the Python loop of benchmarks/api_lists.py): a
     request costs them a small part of a millisecond of CPU, on the same cores as the server."""
     import http.client
+    import socket
     import threading
     from urllib.request import Request, urlopen
 
@@ -305,6 +315,10 @@ def _http_load(agent, relevance: dict, args) -> None:
         "DEBUG": "0",
     }
     connection.close()
+    if not args.port:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            args.port = probe.getsockname()[1]
     command = [
         sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", "2", "--threads", "4",
         "--bind", f"127.0.0.1:{args.port}", "--log-level", "warning",

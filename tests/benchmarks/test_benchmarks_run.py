@@ -51,7 +51,8 @@ SCRIPTS: dict[str, list[str]] = {
                         "database"],
     "json_extraction.py": ["--megabytes", "0.05", "--repeat", "1"],
     "json_extraction.py --ascii": ["--megabytes", "0.05", "--repeat", "1", "--ascii"],
-    "knowledge_search.py": ["--chunks", "60", "--runs", "1"],
+    # Then the served search through gunicorn, one second per mode.
+    "knowledge_search.py": ["--chunks", "60", "--runs", "1", "--http", "1"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
     "profile_request.py": ["--requests", "2", "--runs", "300", "--page", "deep", "--build",
                            "stock", "--top", "3"],
