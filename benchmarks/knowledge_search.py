@@ -8,12 +8,21 @@
    MRR (mean of 1/rank of the expected passage).
    Then the paraphrase set (benchmarks/knowledge_paraphrase.json, questions that share few
    words with their answer) in each mode: keyword, semantic, hybrid.
-2. Bulk-loads synthetic chunks (COPY; see _add_synthetic_chunks) into the same Agent until it
-   has --chunks of them, and times the search service per mode over a mix of very common,
-   common, medium, rare and natural-language queries plus the relevance queries: p50/p95 and
-   the number of SQL queries per search.
+2. Bulk-loads synthetic chunks (COPY; see _add_synthetic_chunks), each with its vector in
+   pgvector's column, into the same Agent until it has --chunks of them, builds the keyword
+   and HNSW indexes after the load (timed), and times the search service per mode over a mix
+   of very common, common, medium, rare and natural-language queries plus the relevance
+   queries: p50/p95 and the number of SQL queries per search.
 
-    uv run python benchmarks/knowledge_search.py --chunks 1000000   # about 10 minutes
+    uv run python benchmarks/knowledge_search.py --chunks 1000000   # 15-60 minutes
+    uv run python benchmarks/knowledge_search.py --reuse --http 20  # then through HTTP
+
+   Each mode's timing also gives the searches' time on a CPU (this process's thread and its
+   PostgreSQL backend, from /proc/.../schedstat) and the time they waited for one, so that a
+   figure taken on a loaded machine says how much of it is the load.
+3. With --http SECONDS: gunicorn as the README runs it (2 workers x 4 threads) serves
+   POST /v1/knowledge/search to --connections (8) clients per mode: requests per second,
+   p50/p95/p99, the slowest, and the CPU a request costs the web workers and PostgreSQL.
 
 It runs against BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/
 agent_console_bench), created and migrated if missing; never against the test databases.
@@ -27,6 +36,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +56,12 @@ def _prepare_environment() -> None:
     # Embed tasks that ingestion queues land in a throwaway broker folder (the benchmark embeds
     # in process), never in the project's var/.
     os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="knowledge-bench-var-"))
+    # Metric samples (every search records its duration) go to a folder that must exist.
+    metrics_dir = Path(
+        os.environ.get("PROMETHEUS_MULTIPROC_DIR", Path(os.environ["VAR_DIR"]) / "prometheus")
+    )
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     if url.startswith("postgres"):
@@ -70,6 +86,15 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="time the chunks an earlier run loaded, load nothing"
     )
+    parser.add_argument(
+        "--http",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="then load POST /v1/knowledge/search through gunicorn for SECONDS per mode",
+    )
+    parser.add_argument("--connections", type=int, default=8, help="HTTP clients (--http)")
+    parser.add_argument("--port", type=int, default=0, help="gunicorn's port (0: a free one)")
     args = parser.parse_args()
     _prepare_environment()
 
@@ -105,6 +130,8 @@ def main() -> None:
         }
         for mode in ("keyword", "hybrid"):
             _evaluate(existing, by_file, relevance, f"Relevance with {total} chunks", mode)
+        if args.http:
+            _http_load(existing, relevance, args)
         return
     Workspace.objects.filter(name="Knowledge benchmark").delete()
     workspace = Workspace.objects.create(name="Knowledge benchmark")
@@ -150,6 +177,8 @@ def main() -> None:
     total = _time_searches(agent, relevance, args.runs)
     for mode in ("keyword", "hybrid"):
         _evaluate(agent, by_file, relevance, f"Relevance with {total} chunks", mode)
+    if args.http:
+        _http_load(agent, relevance, args)
 
 
 def _evaluate(agent, by_file: dict[str, str], relevance: dict, label: str, mode: str) -> None:
@@ -182,10 +211,16 @@ def _evaluate(agent, by_file: dict[str, str], relevance: dict, label: str, mode:
 
 
 def _time_searches(agent, relevance: dict, runs: int) -> int:
-    """p50/p95 per mode and kind of query, and the SQL queries per search."""
+    """p50/p95 per mode and kind of query, and the SQL queries per search.
+
+    Beside the wall-clock time, each search's time on a CPU — this thread's and its PostgreSQL
+    backend's, from the kernel's scheduler statistics (/proc/.../schedstat, nanoseconds) — and
+    the time both waited for a CPU: on a shared, loaded machine the wall clock is mostly that
+    wait, and on-CPU time is what the search costs (what a quiet machine would show, about)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from apps.knowledge import embeddings
     from apps.knowledge.models import KnowledgeChunk
     from apps.knowledge.search import search_chunks
 
@@ -197,28 +232,54 @@ def _time_searches(agent, relevance: dict, runs: int) -> int:
         f"First hybrid search (model load + the Agent's sign bits into memory): "
         f"{(time.perf_counter() - started) * 1000:.0f} ms"
     )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
     queries = _timed_queries(relevance)
     for query, _ in queries:  # warm the caches once
         search_chunks(agent=agent, query=query, limit=10)
-    for mode in ("keyword", "hybrid", "semantic"):
+    # Hybrid with a query the process has not embedded before (the cache emptied before each).
+    for mode in ("keyword", "hybrid", "semantic", "hybrid, new query"):
         timings: dict[str, list[float]] = {}
+        cpu: list[float] = []
+        waited: list[float] = []
         counts = set()
         for _ in range(args_runs):
             for query, kind in queries:
+                if mode.endswith("new query"):
+                    embeddings._query_vectors.clear()
                 with CaptureQueriesContext(connection) as captured:
+                    before = _schedstat("thread-self"), _schedstat(backend)
                     started = time.perf_counter()
-                    search_chunks(agent=agent, query=query, limit=10, mode=mode)
+                    search_chunks(agent=agent, query=query, limit=10, mode=mode.split(",")[0])
                     elapsed = (time.perf_counter() - started) * 1000
+                    after = _schedstat("thread-self"), _schedstat(backend)
                 timings.setdefault(kind, []).append(elapsed)
                 timings.setdefault("all", []).append(elapsed)
+                cpu.append(sum(a[0] - b[0] for a, b in zip(after, before, strict=True)) / 1e6)
+                waited.append(sum(a[1] - b[1] for a, b in zip(after, before, strict=True)) / 1e6)
                 counts.add(len(captured))
         for kind, values in timings.items():
             print(
                 f"{mode:8} {kind:7} over {total} chunks ({len(values)} searches): "
                 f"{_percentiles(values)}"
             )
+        print(f"{mode:8} on a CPU (this thread + its PostgreSQL backend): {_percentiles(cpu)}")
+        print(f"{mode:8} waiting for a CPU (both): {_percentiles(waited)}")
         print(f"{mode:8} queries per search: {sorted(counts)}")
+    print(f"load average after timing: {' / '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return total
+
+
+def _schedstat(task: int | str) -> tuple[int, int]:
+    """(ns on a CPU, ns waiting for one) of a task so far: "thread-self" or a local process id
+    (0, 0 when unreadable: a database on another machine)."""
+    try:
+        with open(f"/proc/{task}/schedstat") as stat:
+            running, waiting, _ = stat.read().split()
+    except (OSError, ValueError):
+        return 0, 0
+    return int(running), int(waiting)
 
 
 def _percentiles(values: list[float]) -> str:
@@ -226,6 +287,157 @@ def _percentiles(values: list[float]) -> str:
     p50 = statistics.median(values)
     p95 = values[max(0, int(len(values) * 0.95) - 1)]
     return f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {values[-1]:.1f} ms"
+
+
+def _http_load(agent, relevance: dict, args) -> None:
+    """The served search under load: gunicorn as the README runs it (2 workers x 4 threads) on
+    the benchmark's database, `--connections` clients each sending the timed queries in turn
+    (from different starting points) for `--http` seconds per mode, after a warm-up in which
+    every worker has loaded the model. Prints requests per second, p50/p95/p99 and the slowest.
+    The clients are threads of this process (the Python loop of benchmarks/api_lists.py): a
+    request costs them a small part of a millisecond of CPU, on the same cores as the server."""
+    import http.client
+    import socket
+    import threading
+    from urllib.request import Request, urlopen
+
+    from django.db import connection
+
+    from apps.workspaces.services.api_keys import api_key_create
+
+    _, key = api_key_create(agent=agent, name="search bench", scopes=["knowledge:read"])
+    queries = [query for query, _ in _timed_queries(relevance)]
+    env = {
+        **os.environ,
+        "DATABASE_URL": os.environ["DATABASE_URL"],
+        "API_RATE_LIMIT": "100000000/minute",  # measured, never refused
+        "LOG_LEVEL": "WARNING",
+        "DEBUG": "0",
+    }
+    connection.close()
+    if not args.port:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            args.port = probe.getsockname()[1]
+    command = [
+        sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", "2", "--threads", "4",
+        "--bind", f"127.0.0.1:{args.port}", "--log-level", "warning",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{args.port}/v1/knowledge/search"
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def body(query: str, mode: str) -> bytes:
+        return json.dumps({"query": query, "limit": 10, "mode": mode, "min_score": 0}).encode()
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                request = Request(url, data=body("warm up", "keyword"), headers=headers)
+                with urlopen(request, timeout=30) as response:
+                    if response.status == 200:
+                        break
+            except OSError as error:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"gunicorn did not answer: {error}") from error
+                time.sleep(0.3)
+
+        def load(mode: str, seconds: float) -> list[float]:
+            stop = time.monotonic() + seconds
+            latencies: list[list[float]] = [[] for _ in range(args.connections)]
+            failures: list[str] = []
+
+            def client(index: int) -> None:
+                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
+                turn = index * 5
+                while time.monotonic() < stop and not failures:
+                    payload = body(queries[turn % len(queries)], mode)
+                    turn += 1
+                    started = time.perf_counter()
+                    conn.request("POST", "/v1/knowledge/search", payload, headers)
+                    response = conn.getresponse()
+                    response.read()
+                    if response.status != 200:
+                        failures.append(f"{response.status} for {payload!r}")
+                    latencies[index].append((time.perf_counter() - started) * 1000)
+
+            threads = [
+                threading.Thread(target=client, args=(index,)) for index in range(args.connections)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if failures:
+                raise SystemExit(f"failed requests: {failures[:3]}")
+            return sorted(sum(latencies, []))
+
+        print(
+            f"HTTP: POST /v1/knowledge/search, gunicorn 2 workers x 4 threads, "
+            f"{args.connections} connections, {len(queries)} queries in turn, limit 10"
+        )
+        for mode in ("keyword", "hybrid", "semantic"):
+            load(mode, min(3.0, args.http))  # every worker thread warmed (model, statements)
+            load_before = os.getloadavg()[0]
+            web, database = _server_processes(server.pid)
+            cpu_before = _cpu_seconds(web), _cpu_seconds(database)
+            values = load(mode, args.http)
+            cpu = [
+                (after - before) * 1000 / max(len(values), 1)
+                for before, after in zip(
+                    cpu_before, (_cpu_seconds(web), _cpu_seconds(database)), strict=True
+                )
+            ]
+            rate = len(values) / args.http
+            p = {
+                share: values[min(len(values) - 1, int(len(values) * share))]
+                for share in (0.5, 0.95, 0.99)
+            }
+            print(
+                f"HTTP {mode:8} {rate:6.1f} req/s ({len(values)} requests in {args.http:.0f} s): "
+                f"p50 {p[0.5]:.1f} ms, p95 {p[0.95]:.1f} ms, p99 {p[0.99]:.1f} ms, "
+                f"max {values[-1]:.1f} ms, over 1 s: {sum(v > 1000 for v in values)}; CPU a "
+                f"request: gunicorn {cpu[0]:.1f} ms + PostgreSQL {cpu[1]:.1f} ms "
+                f"(load {load_before:.2f} -> {os.getloadavg()[0]:.2f})",
+                flush=True,
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _server_processes(server_pid: int) -> tuple[list[int], list[int]]:
+    """The gunicorn workers, and the PostgreSQL backends connected to the benchmark's database
+    (the workers' persistent connections) when the server runs on this machine."""
+    from django.db import connection
+
+    try:
+        with open(f"/proc/{server_pid}/task/{server_pid}/children") as children:
+            web = [int(pid) for pid in children.read().split()]
+    except OSError:
+        web = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        database = [row[0] for row in cursor.fetchall()]
+    connection.close()
+    return web, database
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes used so far (0 for one that is gone or unreadable)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 # Words planted in the synthetic chunks at chosen frequencies, so the timed queries cover a
@@ -385,7 +597,9 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
         print(f"  keyword index built in {time.perf_counter() - index_started:.1f} s", flush=True)
         if with_vectors:
             index_started = time.perf_counter()
-            cursor.execute("SET maintenance_work_mem = '2GB'")
+            # The graph of a million 384-dimension vectors is about 2.3 GB: built in memory
+            # (pgvector says when it no longer fits and goes on several times slower).
+            cursor.execute("SET maintenance_work_mem = '3GB'")
             cursor.execute(vector_index)
             print(
                 f"  HNSW index of {missing} vectors built in "

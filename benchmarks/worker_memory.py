@@ -111,6 +111,9 @@ class Sampler(threading.Thread):
         self.samples: dict[str, list[float]] = {}
         self.peaks: dict[str, float] = {}
         self.children: dict[str, set[int]] = {}
+        # Per phase and child: its CPU time (ns, /proc/<pid>/schedstat) at the first and the
+        # last sample: what the phase cost in CPU, whatever else ran on the machine.
+        self.cpu: dict[str, dict[int, list[int]]] = {}
         self.stopped = threading.Event()
 
     def run(self) -> None:
@@ -123,6 +126,23 @@ class Sampler(threading.Thread):
                 peak = max(hwm for _, hwm in read.values())
                 self.peaks[phase] = max(self.peaks.get(phase, 0.0), peak)
                 self.children.setdefault(phase, set()).update(read)
+                for pid in read:
+                    used = cpu_ns(pid)
+                    if used is not None:
+                        self.cpu.setdefault(phase, {}).setdefault(pid, [used, used])[1] = used
+
+    def cpu_seconds(self, phase: str) -> float:
+        return sum(last - first for first, last in self.cpu.get(phase, {}).values()) / 1e9
+
+
+def cpu_ns(pid: int) -> int | None:
+    """Nanoseconds the process has spent on a CPU (its main thread's; onnxruntime runs one
+    thread in a worker, KNOWLEDGE_EMBED_THREADS)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as stat:
+            return int(stat.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -224,6 +244,18 @@ def main() -> None:
                 "ingestion_s": round(ingested_s, 1),
                 "embedded_chunks": document.embedded_chunk_count,
                 "embedding_s": round(embedding_s, 1),
+                # Throughput: chunks embedded per second of the embedding phase (every window
+                # of each chunk; an 1,800-character passage is 3-5 of them, docs/knowledge.md).
+                "embedding_chunks_per_s": round(document.embedded_chunk_count / embedding_s, 2)
+                if embedding_s
+                else None,
+                # The same per second of the child's CPU: what a core does with nothing beside.
+                "embedding_cpu_s": round(sampler.cpu_seconds("embedding"), 1),
+                "embedding_chunks_per_cpu_s": round(
+                    document.embedded_chunk_count / sampler.cpu_seconds("embedding"), 2
+                )
+                if sampler.cpu_seconds("embedding")
+                else None,
                 "phases": phases,
                 "settings": {
                     name: os.environ.get(name)

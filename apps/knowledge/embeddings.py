@@ -26,6 +26,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -60,6 +61,17 @@ DEFAULT_TOKENIZER = Path(__file__).resolve().parent / "embedding_model" / "all-M
 DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 _lock = threading.Lock()
+
+
+def _new_locks_after_fork() -> None:
+    """A forked child (gunicorn --preload, a Celery pool child) starts with fresh locks: a
+    thread of the parent that held one, loading the model, does not exist in the child."""
+    global _lock, _query_vectors_lock
+    _lock = threading.Lock()
+    _query_vectors_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_locks_after_fork)
 
 
 class EmbeddingUnavailable(Exception):
@@ -235,6 +247,49 @@ def embed_texts(texts: list[str]) -> np.ndarray:
         model = _model()
         windows = model.windows(texts, prefix=model.files.query_prefix)
         return model.run([first for first, *_ in windows])
+
+
+# Query vectors this process computed last, by model and text: the same question asked again
+# (an Agent's frequent questions, a console's retrieval test run twice) costs a dictionary
+# lookup instead of a model run (3-15 ms of CPU, queued behind the process's other searches).
+QUERY_CACHE_SIZE = 1024
+_query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_vectors_lock = threading.Lock()
+
+
+def embed_query(text: str) -> np.ndarray:
+    """The unit vector (384, float32, read-only) of one query, from the process's cache of
+    recent queries when it was asked before."""
+    key = (model_name(), text)
+    with _query_vectors_lock:
+        cached = _query_vectors.get(key)
+        if cached is not None:
+            _query_vectors.move_to_end(key)
+            return cached
+    vector = embed_texts([text])[0]
+    vector.flags.writeable = False
+    with _query_vectors_lock:
+        _query_vectors[key] = vector
+        while len(_query_vectors) > QUERY_CACHE_SIZE:
+            _query_vectors.popitem(last=False)
+    return vector
+
+
+def load_in_background() -> threading.Thread:
+    """Load the model in a thread of its own (a web process at start), so that its first
+    searches by meaning do not wait for it; a model that cannot load is logged, and the
+    searches that need it then fail as they would have."""
+
+    def load() -> None:
+        try:
+            with _lock:
+                _model()
+        except Exception:
+            logger.exception("the embedding model could not be loaded")
+
+    thread = threading.Thread(target=load, name="embedding-model-load", daemon=True)
+    thread.start()
+    return thread
 
 
 def embed_passages(texts: list[str], *, batch_size: int | None = None) -> list[np.ndarray]:

@@ -169,7 +169,7 @@ def search_chunks(
     similarities: dict[int, float] = {}
     vector = None
     if mode in ("hybrid", "semantic") and state.embedded_count:
-        vector = embeddings.embed_texts([query])[0]
+        vector = embeddings.embed_query(query)
         ranked = _semantic_candidates(agent_id=agent.pk, vector=vector, state=state, limit=pool)
         semantic = [chunk_id for chunk_id, _ in ranked]
         similarities = dict(ranked)

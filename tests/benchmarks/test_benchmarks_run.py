@@ -57,7 +57,8 @@ SCRIPTS: dict[str, list[str]] = {
     "json_extraction.py --ascii": ["--megabytes", "0.05", "--repeat", "1", "--ascii"],
     # The small corpus split in two Agents, one sentence asked per document.
     "knowledge_calibration.py": ["--per-document", "1"],
-    "knowledge_search.py": ["--chunks", "60", "--runs", "1"],
+    # Then the served search through gunicorn, one second per mode.
+    "knowledge_search.py": ["--chunks", "60", "--runs", "1", "--http", "1"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
     # Every case (runs, steps, OTLP protobuf; one Agent and spread) for half a second, 2
     # clients, small batches, through gunicorn as production runs it.
