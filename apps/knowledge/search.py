@@ -208,7 +208,7 @@ def search_chunks(
     )
     rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, terms=readings, ids=chosen)}
     weights = terms.word_weights() if terms is not None else _uniform_weights(parsed)
-    script = relevance.script_of(query)
+    script = relevance.query_class(query)
     scored = []
     for place, chunk_id in enumerate(chosen):
         row = rows.get(chunk_id)
