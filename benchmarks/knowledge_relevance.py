@@ -57,6 +57,9 @@ LIMIT = 10
 THRESHOLD_FIELD = "min_score"
 WORKSPACE_NAME = "Knowledge relevance benchmark"
 QUEUE = "knowledge-relevance-bench"
+# Ingestion is an interactive task (config/celery.py routes it to its own queue): the worker
+# listens to both, under names no other worker of this machine consumes.
+INTERACTIVE_QUEUE = "knowledge-relevance-bench-interactive"
 SMOKE_DOCUMENTS = ["html/heise.de.lithium.html", "pptx/SampleShow.pptx", "csv/test_mskanji.csv"]
 SMOKE_QUESTIONS = ["m020", "m031", "m036", "m095", "m139"]
 
@@ -124,6 +127,7 @@ def _prepare_environment() -> None:
     os.environ["MEDIA_ROOT"] = tempfile.mkdtemp(prefix="knowledge-relevance-media-")
     os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="knowledge-relevance-var-"))
     os.environ["CELERY_TASK_DEFAULT_QUEUE"] = QUEUE
+    os.environ["CELERY_INTERACTIVE_QUEUE"] = INTERACTIVE_QUEUE
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     # Several hundred searches a minute through one key: the benchmark is not the client the
@@ -156,7 +160,7 @@ def start_worker() -> subprocess.Popen:
             "--concurrency=1",
             "--pool=prefork",
             "-Q",
-            QUEUE,
+            f"{QUEUE},{INTERACTIVE_QUEUE}",
             "--hostname=knowledge-relevance@%h",
             "--without-gossip",
             "--without-mingle",

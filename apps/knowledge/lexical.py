@@ -87,6 +87,12 @@ def _classify(sample: str) -> tuple[str, float]:
     return code, float(probability)
 
 
+def query_language(query: str) -> tuple[str, float]:
+    """The language code py3langid gives a query (ISO 639-1) and its probability: short
+    questions are often unsure, so callers weigh the probability."""
+    return _classify(_MARKUP.sub(" ", query[:_DETECT_CHARS]))
+
+
 def detect_language(markdown: str) -> str:
     """The text search configuration of a document's text: its language when py3langid is
     confident, else "simple" (which also serves Chinese, Japanese and Korean)."""

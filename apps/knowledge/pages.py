@@ -301,9 +301,9 @@ def _min_score(value: str | None) -> float:
     return number if 0.0 <= number <= 1.0 else DEFAULT_MIN_SCORE
 
 
-@require_GET
-@console_view
-def document_search(request: ConsoleRequest) -> HttpResponse:
+def _retrieval_test(request: ConsoleRequest, *, document_id: str | None = None) -> dict:
+    """The retrieval test's form values and hits: the Agent's own search (the service the API
+    and the MCP tool call), over all its documents or one."""
     query = request.GET.get("q", "").strip()[:500]
     mode = request.GET.get("mode", "hybrid")
     if mode not in search.MODES:
@@ -311,12 +311,17 @@ def document_search(request: ConsoleRequest) -> HttpResponse:
     min_score = _min_score(request.GET.get("min_score"))
     hits = (
         search.search_chunks(
-            agent=request.agent, query=query, limit=SEARCH_LIMIT, mode=mode, min_score=min_score
+            agent=request.agent,
+            query=query,
+            limit=SEARCH_LIMIT,
+            mode=mode,
+            min_score=min_score,
+            document_id=document_id,
         )
         if query
         else []
     )
-    context: dict[str, object] = {
+    return {
         "query": query,
         "hits": hits,
         "mode": mode,
@@ -324,11 +329,30 @@ def document_search(request: ConsoleRequest) -> HttpResponse:
         "min_score": min_score,
         "default_min_score": DEFAULT_MIN_SCORE,
     }
+
+
+@require_GET
+@console_view
+def document_search(request: ConsoleRequest) -> HttpResponse:
+    context = _retrieval_test(request)
     if request.htmx:
         return render(request, f"{LIST_TEMPLATE}#search-results", context)
     context.update(_table_context(request), section="knowledge")
     context["max_upload_mb"] = services.max_upload_bytes() // 2**20
     return render(request, LIST_TEMPLATE, context)
+
+
+@require_GET
+@console_view
+def document_search_within(request: ConsoleRequest, document_id: str) -> HttpResponse:
+    """The document page's search box: the Agent's retrieval restricted to this document.
+    htmx gets the results alone; a plain GET (no script) the whole page with them."""
+    document = _get_or_404(request, document_id)
+    context = _retrieval_test(request, document_id=document.pk)
+    context["document"] = document
+    if request.htmx:
+        return render(request, f"{DETAIL_TEMPLATE}#search-results", context)
+    return document_detail_page(request, document, search=context)
 
 
 @require_GET
@@ -347,14 +371,20 @@ def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
             response.status_code = HttpResponseStopPolling.status_code
             response["HX-Refresh"] = "true"
         return response
+    return document_detail_page(request, document)
+
+
+def document_detail_page(request: ConsoleRequest, document, *, search: dict | None = None):
+    """The whole document page; `search`: the retrieval test's values when it was asked."""
     try:
-        version = selectors.document_content(agent=request.agent, document_id=document_id)
+        version = selectors.document_content(agent=request.agent, document_id=document.pk)
     except ServiceError:
         version = None
     return render(
         request,
         DETAIL_TEMPLATE,
         {
+            **(search or {"min_score": DEFAULT_MIN_SCORE, "default_min_score": DEFAULT_MIN_SCORE}),
             "section": "knowledge",
             "document": document,
             "version": version,

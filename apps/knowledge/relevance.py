@@ -16,6 +16,12 @@ questions in several scripts, as unanswerable) — see docs/knowledge.md. The En
 text in other scripts poorly and rates any two such texts alike (0.5-0.7), so a query written
 mostly outside the Latin script gets its own similarity curve.
 
+A query in the Latin script but in another language than English (Spanish, German, ...: the
+language detector says so with probability ≥ FOREIGN_MIN_PROBABILITY) has the same problem in a
+milder form: the English model rates two texts of one such language alike whatever they say (an
+unrelated Spanish question scores 0.5 against a Spanish passage, like the answer to a Spanish
+question). Such a query is scored on the same curve as one in another script: by coverage.
+
 DEFAULT_MIN_SCORE is the abstention threshold: passages scoring below it are not returned unless
 the caller lowers `min_score`, so a question the knowledge cannot answer gets an empty list.
 """
@@ -24,6 +30,8 @@ from __future__ import annotations
 
 import math
 import unicodedata
+
+from apps.knowledge.lexical import query_language
 
 # Logistic weights: relevance = sigmoid(w · features). Fitted by
 # `benchmarks/knowledge_calibration.py` (docs/knowledge.md has its output).
@@ -35,11 +43,17 @@ MEANING_WEIGHTS = {
     # fitted weight came out negative), so coverage decides.
     "other": (-3.8, 7.9, 0.0),
 }
+# Latin-script queries in another language than English: the same, for the same reason.
+MEANING_WEIGHTS["foreign"] = MEANING_WEIGHTS["other"]
 # The score under which passages are withheld by default (API, MCP tool, console): on the
 # calibration queries, the highest threshold that kept every answer to an English question
 # found in hybrid mode (sentences, half sentences, paraphrases) while leaving 80 % of unrelated
 # questions with nothing.
 DEFAULT_MIN_SCORE = 0.2
+# A Latin-script query counts as written in another language than English when the detector
+# says so with at least this probability (more likely than not; short English questions made
+# of names often come out as some other language with less).
+FOREIGN_MIN_PROBABILITY = 0.5
 
 
 def script_of(text: str) -> str:
@@ -55,6 +69,17 @@ def script_of(text: str) -> str:
     return "latin" if latin >= other else "other"
 
 
+def query_class(query: str) -> str:
+    """Which similarity curve a query gets: "other" (mostly outside the Latin script), "foreign"
+    (Latin script, another language than English), else "latin"."""
+    if script_of(query) != "latin":
+        return "other"
+    code, probability = query_language(query)
+    if code != "en" and probability >= FOREIGN_MIN_PROBABILITY:
+        return "foreign"
+    return "latin"
+
+
 def _sigmoid(value: float) -> float:
     if value < -40:
         return 0.0
@@ -62,7 +87,8 @@ def _sigmoid(value: float) -> float:
 
 
 def score(*, coverage: float, similarity: float | None, script: str) -> float:
-    """The calibrated relevance of a passage, rounded to 4 places."""
+    """The calibrated relevance of a passage, rounded to 4 places; `script` is the query's class
+    (`query_class`): "latin" weighs similarity, "other" and "foreign" coverage alone."""
     if similarity is None:
         bias, weight = KEYWORD_WEIGHTS
         return round(_sigmoid(bias + weight * coverage), 4)

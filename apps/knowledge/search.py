@@ -138,16 +138,28 @@ def unindex_chunks(*, version_ids=None, document_ids=None) -> None:
 
 @metrics.timed(metrics.SEARCH_DURATION, mode="mode")
 def search_chunks(
-    *, agent: Agent, query: str, limit: int, mode: str = "hybrid", min_score: float = 0.0
+    *,
+    agent: Agent,
+    query: str,
+    limit: int,
+    mode: str = "hybrid",
+    min_score: float = 0.0,
+    document_id: str | None = None,
 ) -> list[SearchHit]:
     """The `limit` best chunks for the query among the Agent's searchable chunks, in the mode's
     order (BM25, best window's cosine, or reciprocal rank fusion of both), without those whose
-    calibrated relevance is under `min_score`."""
+    calibrated relevance is under `min_score`. With `document_id`, the same retrieval restricted
+    to that document's passages (term statistics and calibration stay the Agent's)."""
     if mode not in MODES:
         raise ValueError(f"unknown search mode {mode!r}")
     state = _agent_state(agent.pk)
     if state.document_count == 0:
         return []
+    version_id = None
+    if document_id is not None:
+        version_id = _searchable_version(agent_id=agent.pk, document_id=document_id)
+        if version_id is None:
+            return []
     parsed = lexical.parse_query(query)
     terms = (
         _query_terms(agent_id=agent.pk, words=parsed.words, configs=state.configs)
@@ -160,7 +172,12 @@ def search_chunks(
     order: dict[int, float] = {}
     if mode in ("hybrid", "keyword") and (terms is not None or not is_postgres()):
         ranked = _keyword_candidates(
-            agent_id=agent.pk, query=query, terms=terms, configs=state.configs, limit=pool
+            agent_id=agent.pk,
+            query=query,
+            terms=terms,
+            configs=state.configs,
+            limit=pool,
+            version_id=version_id,
         )
         keyword = [row[0] for row in ranked]
         order.update((row[0], float(row[1])) for row in ranked)
@@ -170,7 +187,9 @@ def search_chunks(
     vector = None
     if mode in ("hybrid", "semantic") and state.embedded_count:
         vector = embeddings.embed_query(query)
-        ranked = _semantic_candidates(agent_id=agent.pk, vector=vector, state=state, limit=pool)
+        ranked = _semantic_candidates(
+            agent_id=agent.pk, vector=vector, state=state, limit=pool, version_id=version_id
+        )
         semantic = [chunk_id for chunk_id, _ in ranked]
         similarities = dict(ranked)
         if mode == "semantic":
@@ -191,7 +210,12 @@ def search_chunks(
     )
     rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, terms=readings, ids=chosen)}
     weights = terms.word_weights() if terms is not None else _uniform_weights(parsed)
-    script = relevance.script_of(query)
+    script = relevance.query_class(query)
+    # Hybrid's order: the calibrated curve of the query's script. A foreign Latin-script query
+    # is *scored* by coverage alone (relevance.query_class), but among its candidates the
+    # closer in meaning still ranks first: ordering it by coverage alone lost answers the
+    # similarity had found (relevance benchmark, main set: other-language R@5 0.68 -> 0.65).
+    order_script = relevance.script_of(query)
     scored = []
     for place, chunk_id in enumerate(chosen):
         row = rows.get(chunk_id)
@@ -206,13 +230,18 @@ def search_chunks(
         score = relevance.score(
             coverage=covered, similarity=similarity if vector is not None else None, script=script
         )
-        scored.append((place, chunk_id, row, covered, similarity, score))
+        ordered_by = score
+        if order_script != script and vector is not None:
+            ordered_by = relevance.score(
+                coverage=covered, similarity=similarity, script=order_script
+            )
+        scored.append((place, chunk_id, row, covered, similarity, score, ordered_by))
     if mode == "hybrid":
-        scored.sort(key=lambda item: (-item[5], item[0]))
+        scored.sort(key=lambda item: (-item[6], item[0]))
     keyword_ranks = {chunk_id: rank for rank, chunk_id in enumerate(keyword, start=1)}
     semantic_ranks = {chunk_id: rank for rank, chunk_id in enumerate(semantic, start=1)}
     hits = []
-    for _, chunk_id, row, covered, similarity, score in scored[:limit]:
+    for _, chunk_id, row, covered, similarity, score, _ in scored[:limit]:
         if score < min_score:
             continue
         text, bigrammed = row[6], row[7]
@@ -310,6 +339,21 @@ def _agent_state(agent_id: str) -> AgentSearchState:
         document_count=documents,
         embedded_count=embedded,
         stamp=(documents, embedded, str(changed)),
+    )
+
+
+def _searchable_version(*, agent_id: str, document_id: str) -> str | None:
+    """The current version of one of the Agent's documents when the Agent searches it (ready
+    and enabled): its chunks are the ones a search restricted to the document reads (the
+    (version, position) index finds them)."""
+    from apps.knowledge.models import KnowledgeDocument
+
+    return (
+        KnowledgeDocument.objects.filter(
+            pk=document_id, agent_id=agent_id, status="ready", is_enabled=True
+        )
+        .values_list("current_version_id", flat=True)
+        .first()
     )
 
 
@@ -437,8 +481,10 @@ def _postgres_keyword(
     terms: QueryTerms,
     configs: list[str],
     limit: int,
+    version_id: str | None = None,
 ) -> list[tuple[int, float]]:
-    """BM25 over the Agent's searchable chunks: (chunk id, score) best first."""
+    """BM25 over the Agent's searchable chunks (or one version's): (chunk id, score) best
+    first."""
     weights = terms.weights()
     if parsed.is_empty or not weights:
         return []
@@ -451,8 +497,9 @@ def _postgres_keyword(
             break
         rare.append(term)
     common = by_rarity[len(rare) :]
-    if spent_on(rare, terms) >= limit:
+    if spent_on(rare, terms) >= limit and version_id is None:
         # The rarer terms alone fill the answer: a chunk holding only common ones ranks below.
+        # (Their matches are counted over the whole Agent: one document may hold fewer.)
         common = []
     # Phrases must appear and excluded words must not, in the chunk's own configuration:
     # written inline with constant configuration names (SEARCH_CONFIGS only) so the planner
@@ -467,6 +514,9 @@ def _postgres_keyword(
         "average": max(terms.average_length, 1.0),
         "limit": limit,
     }
+    if version_id is not None:
+        params["version_id"] = version_id
+        filters.append("AND version_id = %(version_id)s")
     safe = [name for name in configs if name in lexical.SEARCH_CONFIGS]
     for index, phrase in enumerate(parsed.phrases):
         params[f"phrase{index}"] = phrase
@@ -525,6 +575,7 @@ def _keyword_candidates(
     terms: QueryTerms | None,
     configs: list[str],
     limit: int,
+    version_id: str | None = None,
 ) -> list[tuple]:
     """(chunk id, score[, raw snippet on SQLite]) of the best keyword matches, best first."""
     if terms is None:  # SQLite
@@ -532,7 +583,9 @@ def _keyword_candidates(
         if not expression:
             return []
         with connection.cursor() as cursor:
-            cursor.execute(_SQLITE_KEYWORD_SQL, [expression, agent_id, limit])
+            cursor.execute(
+                _SQLITE_KEYWORD_SQL, [expression, agent_id, version_id, version_id, limit]
+            )
             return cursor.fetchall()
     return _postgres_keyword(
         agent_id=agent_id,
@@ -540,6 +593,7 @@ def _keyword_candidates(
         terms=terms,
         configs=configs,
         limit=limit,
+        version_id=version_id,
     )
 
 
@@ -551,6 +605,7 @@ JOIN knowledge_chunk c ON c.id = knowledge_chunk_fts.rowid
 WHERE knowledge_chunk_fts MATCH %s
   AND c.agent_id = %s
   AND c.is_searchable
+  AND (%s IS NULL OR c.version_id = %s)
 ORDER BY bm25(knowledge_chunk_fts), c.id
 LIMIT %s
 """
@@ -570,15 +625,27 @@ def hnsw_scans_until_enough(cursor) -> None:
 
 
 def _semantic_candidates(
-    *, agent_id: str, vector: np.ndarray, state: AgentSearchState, limit: int
+    *,
+    agent_id: str,
+    vector: np.ndarray,
+    state: AgentSearchState,
+    limit: int,
+    version_id: str | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, similarity) of the chunks nearest the query's meaning, best first.
 
     A chunk's similarity is its best window's cosine with the query. The index (HNSW, or the
     sign-bit scan without pgvector) compares the query with each chunk's summary vector (the
     mean of its windows) to shortlist candidates; their windows are then read and scored.
+    Restricted to one version (a document), the shortlist comes from a scan of that version's
+    sign bits (HNSW would filter after its walk and could find none of them).
     """
-    if embeddings.pgvector_enabled():
+    if version_id is not None:
+        rows = _shortlist_rows(
+            agent_id=agent_id,
+            shortlist=_version_vectors(version_id).nearest(vector, count=VECTOR_PREFILTER),
+        )
+    elif embeddings.pgvector_enabled():
         with transaction.atomic(), connection.cursor() as cursor:
             hnsw_scans_until_enough(cursor)
             cursor.execute(
@@ -597,17 +664,7 @@ def _semantic_candidates(
         shortlist = agent_vectors(agent_id=agent_id, stamp=state.stamp).nearest(
             vector, count=VECTOR_PREFILTER
         )
-        if not shortlist:
-            return []
-        placeholders = ",".join(["%s"] * len(shortlist))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT id, embedding, embedding_model FROM knowledge_chunk "  # noqa: S608
-                f"WHERE id IN ({placeholders}) AND agent_id = %s AND is_searchable "
-                "AND embedding IS NOT NULL",
-                [*shortlist, agent_id],
-            )
-            rows = cursor.fetchall()
+        rows = _shortlist_rows(agent_id=agent_id, shortlist=shortlist)
     # Vectors of another model (until `knowledge_reembed` reaches them) mean nothing here.
     rows = [row for row in rows if embeddings.comparable(row[2])]
     if not rows:
@@ -615,6 +672,33 @@ def _semantic_candidates(
     similarities = embeddings.best_window_scores(vector, [bytes(row[1]) for row in rows])
     order = np.argsort(-similarities, kind="stable")[:limit]
     return [(rows[index][0], float(similarities[index])) for index in order]
+
+
+def _shortlist_rows(*, agent_id: str, shortlist: list[int]) -> list[tuple]:
+    """(id, windows, model key) of the shortlisted chunks still searchable."""
+    if not shortlist:
+        return []
+    placeholders = ",".join(["%s"] * len(shortlist))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, embedding, embedding_model FROM knowledge_chunk "  # noqa: S608
+            f"WHERE id IN ({placeholders}) AND agent_id = %s AND is_searchable "
+            "AND embedding IS NOT NULL",
+            [*shortlist, agent_id],
+        )
+        return cursor.fetchall()
+
+
+def _version_vectors(version_id: str) -> AgentVectors:
+    """The sign bits of one version's embedded chunks (a document's), read for one search."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, embedding_bits FROM knowledge_chunk WHERE version_id = %s "
+            "AND is_searchable AND embedding_bits IS NOT NULL ORDER BY id",
+            [version_id],
+        )
+        rows = cursor.fetchall()
+    return _vectors_of(rows, stamp=())
 
 
 class AgentVectors:
@@ -693,10 +777,15 @@ def _load_vectors(*, agent_id: str, stamp: tuple) -> AgentVectors:
                 "AND is_searchable AND embedding_bits IS NOT NULL ORDER BY id",
                 [agent_id],
             )
-            rows = cursor.fetchall()
-            ids = np.array([row[0] for row in rows], dtype=np.int64)
-            bits = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=np.uint8)
+            return _vectors_of(cursor.fetchall(), stamp=stamp)
     return AgentVectors(ids, bits.reshape(len(ids), width).copy(), stamp)
+
+
+def _vectors_of(rows: list[tuple], *, stamp: tuple) -> AgentVectors:
+    """AgentVectors of (id, sign bits) rows."""
+    ids = np.array([row[0] for row in rows], dtype=np.int64)
+    bits = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=np.uint8)
+    return AgentVectors(ids, bits.reshape(len(ids), embeddings.DIMENSIONS // 8).copy(), stamp)
 
 
 # --- the returned rows -----------------------------------------------------------------------

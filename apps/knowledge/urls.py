@@ -11,6 +11,7 @@ urlpatterns = [
     path("search/", pages.document_search, name="document_search"),
     path("bulk/", pages.document_bulk, name="document_bulk"),
     path("<str:document_id>/", pages.document_detail, name="document_detail"),
+    path("<str:document_id>/search/", pages.document_search_within, name="document_search_within"),
     path("<str:document_id>/row/", pages.document_row, name="document_row"),
     path("<str:document_id>/rename/", pages.document_rename, name="document_rename"),
     path("<str:document_id>/toggle/", pages.document_toggle, name="document_toggle"),

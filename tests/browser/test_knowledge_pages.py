@@ -181,3 +181,62 @@ def test_the_document_page_renames_disables_downloads_and_deletes(console_page, 
     page.locator("#document-actions .btn-danger").click()
     expect(page).to_have_url(f"{page.live_server_url}/knowledge/")
     assert not KnowledgeDocument.objects.filter(pk=document.pk).exists()
+
+
+def test_the_document_page_searches_that_document_alone_and_explains_each_hit(
+    console_page, agent, media_root
+):
+    from apps.knowledge import embeddings
+
+    page = console_page
+    kettles = make_file_document(
+        agent,
+        b"# Kettles\n\nEvery kettle carries a two-year warranty against limescale damage.\n\n"
+        b"## Cleaning\n\nDescale the kettle once a month with white vinegar.\n",
+        "kettles.md",
+    )
+    toasters = make_file_document(
+        agent, b"# Toasters\n\nToasters carry a one-year warranty.\n", "toasters.md"
+    )
+    for document in (kettles, toasters):
+        embeddings.document_embed(document_id=document.pk, max_batches=100)
+    page.goto(f"{page.live_server_url}/knowledge/{kettles.pk}/")
+    box = page.locator("#document-search")
+    expect(box.locator("#search-min-score")).to_have_value("0.2")  # the calibrated default
+
+    box.locator("#search-q").fill("warranty")
+    results = page.locator("#search-results")
+    results.locator("mark").first.wait_for()
+    # The Agent's retrieval over this document only: the toasters' warranty is not shown.
+    hits = results.locator(".hit")
+    expect(hits).to_have_count(1)
+    assert "kettles.md" in hits.first.locator(".hit-head").inner_text()
+    assert "toasters" not in results.inner_text().casefold()
+    expect(hits.first.locator("mark").first).to_have_text(re.compile("warranty", re.I))
+    why = hits.first.locator(".hit-why").inner_text()
+    assert "keyword rank 1" in why and "semantic rank" in why and "similarity" in why, why
+    assert re.search(r"query words held 1\.00", why), why
+
+    # Meaning alone, in the same box: found without any of the question's words.
+    box.locator("#search-mode").select_option("semantic")
+    box.locator("#search-q").fill("how do I get scale out of it")
+    expect(results.locator(".hit-why").first).to_contain_text("keyword rank —", timeout=20_000)
+    expect(results.locator(".hit-why").first).to_contain_text("semantic rank 1")
+    expect(results.locator(".hit")).to_have_count(1)
+
+    # A question only the other document answers finds nothing here.
+    box.locator("#search-mode").select_option("keyword")
+    box.locator("#search-q").fill("toasters")
+    expect(results.locator(".empty")).to_contain_text("Nothing found for “toasters”")
+
+    # Disabled, the document is not searched by the Agent, and the box says so.
+    page.locator("#document-actions .toggle-button").click()
+    expect(page.locator("#document-actions .toggle-button")).to_have_text("Enable for search")
+    page.locator("#document-search #search-q").fill("warranty")
+    expect(page.locator("#search-results .empty")).to_contain_text("disabled")
+
+    # Without scripts the form is a plain GET of the same view: the whole page with the hits.
+    page.goto(f"{page.live_server_url}/knowledge/{toasters.pk}/search/?q=warranty&mode=keyword")
+    expect(page.locator("#document-name")).to_have_text("toasters.md")
+    expect(page.locator("#search-results .hit")).to_have_count(1)
+    expect(page.locator("#document-search #search-q")).to_have_value("warranty")

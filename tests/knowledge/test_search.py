@@ -226,3 +226,39 @@ def test_snippet_reads_as_text_not_markdown_syntax(api, agent):
 )
 def test_snippet_text_keeps_the_words_of_markdown(markdown, text):
     assert snippet_text(markdown) == text
+
+
+@pytest.mark.smoke
+def test_a_search_restricted_to_one_document_finds_only_its_passages(agent):
+    from apps.knowledge import embeddings, search
+    from apps.knowledge.services import document_update
+
+    kettles = make_file_document(
+        agent, b"# Kettles\n\nEvery kettle carries a two-year warranty.\n", "kettles.md"
+    )
+    toasters = make_file_document(
+        agent, b"# Toasters\n\nToasters carry a one-year warranty.\n", "toasters.md"
+    )
+    for document in (kettles, toasters):
+        assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+
+    def names(**kwargs) -> list[str]:
+        hits = search.search_chunks(agent=agent, query="warranty", limit=10, **kwargs)
+        return [hit.document_name for hit in hits]
+
+    assert sorted(names()) == ["kettles.md", "toasters.md"]
+    for mode in search.MODES:
+        assert names(mode=mode, document_id=kettles.pk) == ["kettles.md"], mode
+        assert names(mode=mode, document_id=toasters.pk) == ["toasters.md"], mode
+    # The hit scores as it does in a search of everything (the Agent's statistics).
+    everything = {
+        hit.document_name: hit.score
+        for hit in search.search_chunks(agent=agent, query="warranty", limit=10)
+    }
+    alone = search.search_chunks(agent=agent, query="warranty", limit=10, document_id=kettles.pk)
+    assert alone[0].score == everything["kettles.md"]
+    # What the Agent does not search, a restricted search does not either.
+    document_update(agent=agent, document_id=kettles.pk, is_enabled=False)
+    assert names(document_id=kettles.pk) == []
+    assert names(document_id="doc_unknown") == []
+    assert names() == ["toasters.md"]

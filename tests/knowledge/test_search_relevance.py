@@ -55,6 +55,64 @@ def test_an_answerable_question_keeps_its_answer_and_nonsense_gets_nothing(api, 
     assert weak and all(0 <= hit["score"] < relevance.DEFAULT_MIN_SCORE for hit in weak)
 
 
+# Passages in other languages than English, each with a question it answers and an unrelated
+# question in its own language: the English model rates any two texts of one such language
+# alike, so the unrelated question must not score like the answer (issue 28).
+FOREIGN = [
+    (
+        "返品.md",
+        "# 返品について\n\n商品到着後三十日以内であれば、未使用の商品に限り返品を受け付けます。"
+        "返金は元のお支払い方法に十四日以内に行われます。\n",
+        "未使用の商品の返品は何日以内に受け付けますか",
+        "明日の東京の天気はどうですか",
+    ),
+    (
+        "المكتبة.md",
+        "# ساعات عمل المكتبة\n\nتفتح المكتبة العامة من الساعة التاسعة صباحا حتى الساعة الخامسة "
+        "مساء من الأحد إلى الخميس. يمكن استعارة الكتب لمدة أسبوعين.\n",
+        "متى تفتح المكتبة العامة",
+        "ما هو سعر الذهب اليوم",
+    ),
+    (
+        "devoluciones.md",
+        "# Política de devoluciones\n\nPuede devolver cualquier producto sin usar en un plazo de "
+        "treinta días desde la entrega. El reembolso se abona en la tarjeta original en catorce "
+        "días.\n",
+        "¿En cuántos días se abona el reembolso?",
+        "¿Qué tiempo hará mañana en Madrid?",
+    ),
+]
+
+
+def test_an_unrelated_question_in_a_documents_own_language_gets_nothing(api, agent):
+    for name, text, _, _ in FOREIGN:
+        document = make_file_document(agent, text.encode(), name)
+        assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    for name, _, answerable, unrelated in FOREIGN:
+        for mode in ("hybrid", "semantic"):
+            assert search_api(api, unrelated, mode=mode) == [], (mode, unrelated)
+            # Below the threshold the candidates are there, from the document of that language.
+            weak = search_api(api, unrelated, mode=mode, min_score=0)
+            assert weak and all(hit["score"] < relevance.DEFAULT_MIN_SCORE for hit in weak)
+        hits = search_api(api, answerable)
+        assert hits and hits[0]["document_name"] == name, (answerable, hits[:1])
+        assert hits[0]["score"] >= relevance.DEFAULT_MIN_SCORE
+
+
+def test_a_latin_script_query_in_another_language_is_scored_by_the_words_it_shares():
+    assert relevance.query_class("¿Qué tiempo hará mañana en Madrid?") == "foreign"
+    assert relevance.query_class("Wie wird das Wetter morgen in Berlin?") == "foreign"
+    assert relevance.query_class("what will the weather be like tomorrow") == "latin"
+    assert relevance.query_class("Einsteinium discoverer") == "latin"  # names: unsure, English
+    assert relevance.query_class("明日の東京の天気はどうですか") == "other"
+    # The similarity an English model gives two Spanish texts says little: it does not lift a
+    # passage that shares none of the question's words above the threshold.
+    for script in ("foreign", "other"):
+        assert relevance.score(coverage=0.0, similarity=0.6, script=script) < 0.05
+        assert relevance.score(coverage=0.7, similarity=0.6, script=script) > 0.8
+    assert relevance.score(coverage=0.0, similarity=0.6, script="latin") > 0.5
+
+
 @pytest.mark.smoke
 def test_scores_share_one_scale_across_modes(agent):
     make_file_document(agent, POLICY.encode(), "policy.md")
