@@ -139,7 +139,7 @@ def data_table(label: str, data: ChartData) -> SafeString:
     )
     return format_html(
         '<details class="chart-data"><summary>Show data</summary><div class="chart-data-scroll">'
-        '<table class="table small"><caption class="visually-hidden">{}</caption>'
+        '<table class="table small hbars chart-table"><caption class="visually-hidden">{}</caption>'
         "<thead><tr>{}</tr></thead><tbody>{}</tbody></table></div></details>",
         label,
         head,
