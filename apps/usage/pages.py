@@ -80,7 +80,7 @@ def _runs_url(agent_id: str, first: date, last: date) -> str:
     return f"{reverse('activity:run_list')}?{urlencode(query)}"
 
 
-def _day_url(request: ConsoleRequest, day: date, agent: Agent | None) -> str:
+def _day_url(day: date, agent: Agent | None) -> str:
     """Where a day of the charts leads: that Agent's runs of the day, or, for the whole
     workspace, this page narrowed to the day (its Agent table then links to each one's runs)."""
     if agent is not None:
@@ -122,7 +122,7 @@ def _context(request: ConsoleRequest, *, form: CreditLimitForm | None = None) ->
     usage = selectors.usage_get(workspace=request.workspace, period=period, agent=chosen)
     days = period.days
     daily_credits = [float(usage.daily[day].credits) if day in usage.daily else 0.0 for day in days]
-    day_links = [_day_url(request, day, chosen) for day in days]
+    day_links = [_day_url(day, chosen) for day in days]
     credits_total = usage.totals.credits
     agents = [
         {
