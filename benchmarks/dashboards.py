@@ -76,7 +76,7 @@ def fill(runs: int, users: int) -> None:
             "ELSE 'usr_' || lpad((1 + g %% (%s - 1))::text, 5, '0') END, 'req_' || g, "
             "(ARRAY['completed','completed','completed','failed'])[g %% 4 + 1], 'gpt-4.1-mini', "
             "'5.0.12', 1, 1200 + g %% 500, 200 + g %% 90, 1400 + g %% 590, 0, 0, 0.42, "
-            "'[\"search\"]', '[]', '[]', '[]', now(), now(), 300 + (g * 7919) %% 9000, "
+            "'[\"search\"]', '[]', '[]', '[]', now(), now(), 300 + (g::bigint * 7919) %% 9000, "
             "now() - (g %% 7776000) * interval '1 second', now() "
             "FROM generate_series(1, %s) g",
             [AGENT, users, runs],
