@@ -93,6 +93,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "apps.workspaces.context_processors.console",
+                "apps.usage.context_processors.credit_limit",
             ],
         },
     },

@@ -258,8 +258,13 @@ class Run(TokenUsage):
             ),
             # ?status= on the list (for example every failed run).
             models.Index(fields=["agent", "status", "-created_at", "-id"], name="run_agent_status"),
-            # ?user_id= on the list and a user's page.
-            models.Index(fields=["agent", "user_id", "-created_at", "-id"], name="run_agent_user"),
+            # ?user_id= on the list and a user's page; with the tokens and credits beside the
+            # key, the users' totals (selectors.user_usage) are an index-only scan.
+            models.Index(
+                fields=["agent", "user_id", "-created_at", "-id"],
+                include=["total_tokens", "credits_charged"],
+                name="run_agent_user",
+            ),
             # ?model_id= and ?error_code= on the list (the console's run filters).
             models.Index(
                 fields=["agent", "model_id", "-created_at", "-id"], name="run_agent_model"

@@ -2,8 +2,9 @@
 
 Every query reads one Agent's runs in a date range (a preset of the last 7, 30 or 90 days, or
 any range of up to 366 days) through the (agent, -created_at, -id) index, narrowed by the
-optional model, user and status filters. Percentiles use PostgreSQL's `percentile_cont`; on the
-SQLite embedded default they are computed in Python over the range's latencies.
+optional model, user and status filters. Latency percentiles come from the histogram of
+apps.common.latency (the Usage page's computation), counted in SQL on PostgreSQL and in Python
+on the SQLite embedded default.
 """
 
 from collections import defaultdict
@@ -11,11 +12,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncDay
 from django.utils import timezone
 
-from apps.activity.models import Run, RunStatus
+from apps.activity.models import EndUser, Run, RunStatus
+from apps.common.latency import BOUNDARIES, BUCKET_SQL, bucket_of, merged, percentiles
 from apps.workspaces.models import Agent
 
 PERIODS = (7, 30, 90)
@@ -101,8 +103,22 @@ class Overview:
     # The same headline numbers over the period of equal length just before, and the change.
     previous: dict = field(default_factory=dict)
     changes: dict = field(default_factory=dict)
-    # (model, runs, credits), most credits first.
-    credits_by_model: list[tuple[str, int, float]] = field(default_factory=list)
+    # (model or None, runs, credits), most credits first.
+    credits_by_model: list[tuple[str | None, int, float]] = field(default_factory=list)
+    # The end users who spent most credits in the period, most first.
+    credits_by_user: list["UserSpend"] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UserSpend:
+    user_id: str
+    name: str
+    runs: int
+    tokens: int
+    credits: float
+
+
+TOP_USERS = 8
 
 
 def overview_scope_parse(
@@ -177,60 +193,67 @@ def _headline(runs) -> dict:
     )
 
 
-def _credits_by_model(runs) -> list[tuple[str, int, float]]:
+def _credits_by_model(runs) -> list[tuple[str | None, int, float]]:
     rows = (
         runs.values("model_id")
         .annotate(n=Count("id"), credits=Sum("credits_charged"))
         .order_by("-credits", "-n", "model_id")
     )
+    return [(row["model_id"] or None, row["n"], round(row["credits"] or 0.0, 4)) for row in rows]
+
+
+def _credits_by_user(runs, agent_id: str) -> list[UserSpend]:
+    """The TOP_USERS end users with the most credits in the period (runs without a user are
+    left out), named from their profile (one query by primary key for the few shown)."""
+    rows = list(
+        runs.exclude(user_id__isnull=True)
+        .values("user_id")
+        .annotate(n=Count("id"), tokens=Sum("total_tokens"), credits=Sum("credits_charged"))
+        .order_by(F("credits").desc(nulls_last=True), "-n", "user_id")[:TOP_USERS]
+    )
+    profiles = {
+        user.id: user.display_name or user.email or user.external_id or user.id
+        for user in EndUser.objects.filter(agent_id=agent_id, id__in=[r["user_id"] for r in rows])
+    }
     return [
-        (row["model_id"] or "unknown model", row["n"], round(row["credits"] or 0.0, 4))
+        UserSpend(
+            user_id=row["user_id"],
+            name=profiles.get(row["user_id"], row["user_id"]),
+            runs=row["n"],
+            tokens=row["tokens"] or 0,
+            credits=round(row["credits"] or 0.0, 4),
+        )
         for row in rows
     ]
 
 
-def _percentile(values: list[float], fraction: float) -> float | None:
-    """Linear interpolation between closest ranks, as PostgreSQL's percentile_cont."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def _latency_percentiles(runs, scope: OverviewScope) -> tuple[dict, tuple]:
-    """({day: (p50, p95)}, (p50, p95) over the whole range)."""
+    """({day: (p50, p95)}, (p50, p95) over the whole range).
+
+    The runs' turn latencies are counted into the histogram buckets of apps.common.latency and
+    read off by its nearest-rank rule: the computation the Usage page makes from its rollup,
+    so the same days give the same numbers on both pages."""
+    per_day: dict[date, dict[int, int]] = defaultdict(dict)
     if connection.vendor == "postgresql":
         where, params = scope.sql_conditions(runs.agent_id)
+        bucket = BUCKET_SQL.format(column="total_turn_latency_ms")
         sql = (
-            "SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AS day, "  # noqa: S608
-            "percentile_cont(0.5) WITHIN GROUP (ORDER BY total_turn_latency_ms), "
-            "percentile_cont(0.95) WITHIN GROUP (ORDER BY total_turn_latency_ms) "
+            f"SELECT (created_at AT TIME ZONE 'UTC')::date, {bucket}, count(*) "  # noqa: S608
             f"FROM activity_run WHERE {where} "
-            "AND total_turn_latency_ms IS NOT NULL GROUP BY ROLLUP (1)"
+            "AND total_turn_latency_ms IS NOT NULL GROUP BY 1, 2"
         )
-        per_day, overall = {}, (None, None)
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            for day, p50, p95 in cursor.fetchall():
-                if day is None:
-                    overall = (p50, p95)
-                else:
-                    per_day[day.date()] = (p50, p95)
-        return per_day, overall
-    grouped: dict[date, list[float]] = defaultdict(list)
-    every: list[float] = []
-    for created_at, latency in runs.queryset.values_list("created_at", "total_turn_latency_ms"):
-        if latency is not None:
-            grouped[created_at.date()].append(latency)
-            every.append(latency)
-    per_day = {
-        day: (_percentile(values, 0.5), _percentile(values, 0.95))
-        for day, values in grouped.items()
-    }
-    return per_day, (_percentile(every, 0.5), _percentile(every, 0.95))
+            cursor.execute(sql, [list(BOUNDARIES), *params])
+            for day, bucket_number, count in cursor.fetchall():
+                per_day[day][bucket_number] = count
+    else:
+        latencies = runs.queryset.filter(total_turn_latency_ms__isnull=False)
+        for created_at, latency in latencies.values_list("created_at", "total_turn_latency_ms"):
+            histogram = per_day[created_at.astimezone(UTC).date()]
+            histogram[bucket_of(latency)] = histogram.get(bucket_of(latency), 0) + 1
+    wanted = (50, 95)
+    days = {day: tuple(percentiles(histogram, wanted)) for day, histogram in per_day.items()}
+    return days, tuple(percentiles(merged(per_day.values()), wanted))
 
 
 _TOOL_SQL = {
@@ -333,4 +356,5 @@ def overview_get(
         previous=previous,
         changes=changes,
         credits_by_model=_credits_by_model(runs),
+        credits_by_user=_credits_by_user(runs, agent.pk),
     )

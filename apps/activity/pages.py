@@ -6,7 +6,7 @@ A bad filter or cursor shows its message above the table instead of an error pag
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,6 +15,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from apps.activity import charts, selectors
@@ -42,6 +43,8 @@ TRANSCRIPT_LIMIT = 500
 CONVERSATION_RUNS_LIMIT = 200
 USER_CONVERSATIONS_LIMIT = 50
 USER_RUNS_LIMIT = 20
+# A user's page shows their usage of all time and of the last USER_RECENT_DAYS days.
+USER_RECENT_DAYS = 30
 # Steps drawn on a run's page; a longer trace says so and links to the API's full list.
 TRACE_LIMIT = 2000
 
@@ -116,6 +119,14 @@ def _filters(
 # --- Overview ------------------------------------------------------------------------------------
 
 
+def runs_url(agent_id: str, **params: object) -> str:
+    """The Runs list of `agent_id` narrowed by `params` (empty ones left out): where a chart's
+    day, a model, a tool or a user of the Overview leads. `agent` keeps the Agent when the link
+    is opened elsewhere (console_view switches to it)."""
+    query = {"agent": agent_id, **{name: str(value) for name, value in params.items() if value}}
+    return f"{reverse('activity:run_list')}?{urlencode(query)}"
+
+
 @console_view
 def overview(request: ConsoleRequest) -> HttpResponse:
     picked_user, params, user_error = _user_filter(request)
@@ -124,6 +135,14 @@ def overview(request: ConsoleRequest) -> HttpResponse:
     statuses = [status.value for status in STATUS_ORDER]
     # The preset links keep the filters; the custom range form keeps them as inputs.
     kept = {name: params[name] for name in ("model_id", "status", "user_id") if params.get(name)}
+    # Every click-through keeps the Agent, the filters and the period (or narrows it to a day).
+    period = {"from": scope.first_day.isoformat(), "to": scope.last_day.isoformat()}
+
+    def runs(**narrower: object) -> str:
+        return runs_url(request.agent.pk, **{**kept, **period, **narrower})
+
+    day_links = [runs(**{"from": day.isoformat(), "to": day.isoformat()}) for day in data.days]
+    slowest_first = [f"{link}&sort=latency" for link in day_links]
     context = {
         "section": "overview",
         "scope": scope,
@@ -136,20 +155,47 @@ def overview(request: ConsoleRequest) -> HttpResponse:
         "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
         "error": error or user_error,
         "data": data,
-        "runs_chart": charts.stacked_bars(data.days, data.runs_by_status, "Runs per day by status"),
+        "runs_chart": charts.runs_by_status(
+            data.days, data.runs_by_status, "Runs per day by status", links=day_links
+        ),
         "status_legend": charts.legend(statuses),
-        "tokens_chart": charts.bars(data.days, data.tokens, "Tokens per day", "tokens"),
-        "credits_chart": charts.bars(data.days, data.credits, "Credits per day", "credits"),
+        "tokens_chart": charts.bars(
+            data.days, data.tokens, "Tokens per day", unit="tokens", links=day_links
+        ),
+        "credits_chart": charts.bars(
+            data.days, data.credits, "Credits per day", unit="credits", links=day_links, decimals=2
+        ),
         "latency_chart": charts.lines(
-            data.days, {"p50": data.p50, "p95": data.p95}, "Turn latency p50 and p95", "ms"
+            data.days,
+            {"p50": data.p50, "p95": data.p95},
+            "Turn latency p50 and p95",
+            unit="ms",
+            links=slowest_first,
+        ),  # fmt: skip
+        "users_chart": charts.bars(
+            data.days, data.active_users, "Active users per day", unit="users", links=day_links
         ),
-        "users_chart": charts.bars(data.days, data.active_users, "Active users per day", "users"),
         "conversations_chart": charts.bars(
-            data.days, data.conversations, "Conversations with runs per day", "conversations"
-        ),
+            data.days,
+            data.conversations,
+            "Conversations with runs per day",
+            unit="conversations",
+            links=day_links,
+        ),  # fmt: skip
+        "all_runs_url": runs(),
+        "models": [
+            (model, count, credits, runs(model_id=model) if model else None)
+            for model, count, credits in data.credits_by_model
+        ],
+        "top_tools": [(name, count, runs(tool_name=name)) for name, count in data.top_tools],
+        "failing_tools": [
+            (name, count, runs(failed_tool=name)) for name, count in data.failing_tools
+        ],
+        "top_users": [(row, runs(user_id=row.user_id)) for row in data.credits_by_user],
         "tool_max": max((count for _, count in data.top_tools), default=1),
         "failing_max": max((count for _, count in data.failing_tools), default=1),
         "credits_max": max((credits for _, _, credits in data.credits_by_model), default=0),
+        "user_credits_max": max((row.credits for row in data.credits_by_user), default=0),
     }
     return render_page(request, "activity/overview.html", context, partial="overview-charts")
 
@@ -259,6 +305,9 @@ def user_list(request: ConsoleRequest) -> HttpResponse:
     )
     ordered, keyset, sort_columns = sorted_list(selectors.USER_SORTS, users, request.GET)
     page, page_error = _page(request, ordered, keyset)
+    usage = selectors.user_usage(agent=request.agent, user_ids=[row.id for row in page.rows])
+    for row in page.rows:
+        row.usage = usage[row.id]
     context = {
         "section": "users",
         "sort_columns": sort_columns,
@@ -277,6 +326,10 @@ def user_list(request: ConsoleRequest) -> HttpResponse:
 @console_view
 def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
     user = selectors.user_get(agent=request.agent, user_id=user_id)
+    today = timezone.now().date()
+    recent_from = today - timedelta(days=USER_RECENT_DAYS - 1)
+    recent_since = datetime(recent_from.year, recent_from.month, recent_from.day, tzinfo=UTC)
+    overview_query = urlencode({"user_id": user.id, "days": USER_RECENT_DAYS})
     context = {
         "section": "users",
         "end_user": user,
@@ -289,6 +342,16 @@ def user_detail(request: ConsoleRequest, user_id: str) -> HttpResponse:
         "runs": selectors.user_recent_runs(
             agent=request.agent, user_id=user.id, limit=USER_RUNS_LIMIT
         ),
+        "usage_all": selectors.user_usage(agent=request.agent, user_ids=[user.id])[user.id],
+        "usage_recent": selectors.user_usage(
+            agent=request.agent, user_ids=[user.id], since=recent_since
+        )[user.id],
+        "recent_days": USER_RECENT_DAYS,
+        "overview_url": f"{reverse('activity:overview')}?{overview_query}",
+        "recent_runs_url": runs_url(
+            request.agent.pk, user_id=user.id, **{"from": recent_from.isoformat()}
+        ),
+        "all_runs_url": runs_url(request.agent.pk, user_id=user.id),
     }
     return render(request, "activity/user_detail.html", context)
 

@@ -502,6 +502,38 @@ def user_recent_conversations(*, agent: Agent, user_id: str, limit: int) -> list
     )
 
 
+@dataclass(frozen=True)
+class UserUsage:
+    """What an end user's runs cost: how many, their tokens and their credits."""
+
+    runs: int = 0
+    tokens: int = 0
+    credits: float = 0.0
+
+
+def user_usage(
+    *, agent: Agent, user_ids: list[str], since: datetime | None = None
+) -> dict[str, UserUsage]:
+    """Each user's runs, tokens and credits (all time, or since `since`), for one page of the
+    Users list or one user's page: one grouped query, an index-only scan of run_agent_user
+    (its key is the Agent and user, and it carries the tokens and credits)."""
+    if not user_ids:
+        return {}
+    runs = Run.objects.filter(agent=agent, user_id__in=user_ids)
+    if since is not None:
+        runs = runs.filter(created_at__gte=since)
+    rows = (
+        runs.values("user_id")
+        .annotate(n=Count("user_id"), tokens=Sum("total_tokens"), credits=Sum("credits_charged"))
+        .order_by()
+    )
+    found = {
+        row["user_id"]: UserUsage(row["n"], row["tokens"] or 0, row["credits"] or 0.0)
+        for row in rows
+    }
+    return {user_id: found.get(user_id, UserUsage()) for user_id in user_ids}
+
+
 def user_recent_runs(*, agent: Agent, user_id: str, limit: int) -> list[Run]:
     return list(
         run_list(agent=agent, filters={"user_id": user_id}).order_by(*RUN_KEYSET.order_by)[:limit]

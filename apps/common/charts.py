@@ -1,11 +1,20 @@
-"""The frame of the console's server-rendered SVG charts (apps.activity's Overview, apps.usage's
-Usage page): the plot's coordinates, a rounded top for the y axis, short numbers, the grid and
-the day labels. Every label goes through `format_html`/`escape`."""
+"""The console's server-rendered SVG charts (apps.activity's Overview, apps.usage's Usage page):
+no JavaScript library, no CDN. Every label goes through `format_html`/`escape`.
+
+A chart is a plot that stretches to its box, HTML axis labels beside and under it (text never
+stretches), and one *mark* per day: a link (the runs of that day, or wherever the page says)
+holding that day's shapes and a full-height hit area, named by an `aria-label` and an SVG
+`<title>` that say the day's values. The marks are one stop in the Tab order (a roving
+tabindex: the arrow keys, Home and End move between days, Enter follows the link) and
+static/js/console.js shows the same words in a visible tooltip on hover and focus. Under the
+plot a "Show data" table holds every number of the chart, with the same links.
+"""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 # The plot's own coordinates; the SVG stretches to its box (CSS), so everything drawn in it is a
@@ -13,6 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 WIDTH, HEIGHT = 640, 176
 PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 0, 0, 1, 0
 X_LABELS = 6
+PLOT_H = HEIGHT - PAD_TOP - PAD_BOTTOM
 
 
 def nice_max(value: float) -> float:
@@ -35,6 +45,29 @@ def short_number(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def number(value: float | None, decimals: int = 0) -> str:
+    """A value as the tooltips and data tables write it: every digit, thousands separated."""
+    if value is None:
+        return "—"
+    return f"{value:,.{decimals}f}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A data-table cell that links somewhere (the runs a number counts)."""
+
+    text: str
+    href: str
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """The numbers behind a chart: a header and one row per day (cells are text or Links)."""
+
+    columns: Sequence[str]
+    rows: Sequence[Sequence[str | Link]]
+
+
 def _x_label_positions(count: int) -> list[int]:
     """At most X_LABELS day indexes, evenly spread from the first day to the last, so the
     labels sit at the ends and evenly between them (the axis row spaces them the same way)."""
@@ -43,10 +76,94 @@ def _x_label_positions(count: int) -> list[int]:
     return [round(j * (count - 1) / (X_LABELS - 1)) for j in range(X_LABELS)]
 
 
-def chart_frame(top: float, label: str, days: Sequence[date], inner: Sequence[str]) -> SafeString:
-    plot_h = HEIGHT - PAD_TOP - PAD_BOTTOM
+def slot_width(count: int) -> float:
+    return (WIDTH - PAD_LEFT - PAD_RIGHT) / max(count, 1)
+
+
+def y_of(value: float, top: float) -> float:
+    return PAD_TOP + PLOT_H * (1 - value / top)
+
+
+def bar_shape(index: int, count: int, low: float, high: float, top: float, **attrs: str) -> str:
+    """A bar of day `index` from `low` to `high` (in values), with its class and fill."""
+    slot = slot_width(count)
+    extra = format_html_join("", ' {}="{}"', ((name, value) for name, value in attrs.items()))
+    return format_html(
+        '<rect x="{}" y="{}" width="{}" height="{}"{}></rect>',
+        f"{PAD_LEFT + slot * index + slot * 0.15:.1f}",
+        f"{y_of(high, top):.1f}",
+        f"{slot * 0.7:.1f}",
+        f"{PLOT_H * (high - low) / top:.1f}",
+        extra,
+    )
+
+
+def day_mark(index: int, count: int, *, tip: str, href: str, shapes: Sequence[str]) -> str:
+    """Day `index`'s link: its shapes over a full-height hit area, named by `tip`. The first
+    day is the chart's stop in the Tab order; the script moves it with the arrow keys."""
+    slot = slot_width(count)
+    return format_html(
+        '<a class="mark" href="{}" tabindex="{}" aria-label="{}" data-tip="{}"><title>{}</title>'
+        '<rect class="hit" x="{}" y="0" width="{}" height="{}"></rect>{}</a>',
+        href,
+        0 if index == 0 else -1,
+        tip,
+        tip,
+        tip,
+        f"{PAD_LEFT + slot * index:.1f}",
+        f"{slot:.1f}",
+        HEIGHT,
+        mark_safe("".join(shapes)),  # noqa: S308 - shapes are built escaped above
+    )
+
+
+def _cell(value: str | Link) -> SafeString:
+    if isinstance(value, Link):
+        return format_html('<a href="{}">{}</a>', value.href, value.text)
+    return format_html("{}", value)
+
+
+def data_table(label: str, data: ChartData) -> SafeString:
+    """The chart's numbers as a table, folded under "Show data"."""
+    head = format_html_join("", '<th scope="col">{}</th>', ((name,) for name in data.columns))
+    body = format_html_join(
+        "",
+        '<tr><th scope="row">{}</th>{}</tr>',
+        (
+            (
+                _cell(row[0]),
+                format_html_join("", '<td class="num">{}</td>', ((_cell(v),) for v in row[1:])),
+            )
+            for row in data.rows
+        ),
+    )
+    return format_html(
+        '<details class="chart-data"><summary>Show data</summary><div class="chart-data-scroll">'
+        '<table class="table small hbars chart-table"><caption class="visually-hidden">{}</caption>'
+        "<thead><tr>{}</tr></thead><tbody>{}</tbody></table></div></details>",
+        label,
+        head,
+        body,
+    )
+
+
+def chart_frame(
+    top: float,
+    label: str,
+    days: Sequence[date],
+    marks: Sequence[str],
+    *,
+    data: ChartData,
+    decorations: Sequence[str] = (),
+) -> SafeString:
+    """The chart: y labels, the plot (grid, `decorations` such as lines, then the day marks),
+    x labels, a tooltip box for the script, and the data table."""
     parts: list[str] = [
-        format_html('<figure class="chart-box" role="img" aria-label="{}">', label),
+        format_html(
+            '<figure class="chart-box" data-chart><figcaption class="visually-hidden">'
+            "{} (a table of the values follows)</figcaption>",
+            label,
+        ),
         format_html(
             '<div class="chart-y" aria-hidden="true"><span>{}</span><span>{}</span>'
             "<span>0</span></div>",
@@ -54,11 +171,15 @@ def chart_frame(top: float, label: str, days: Sequence[date], inner: Sequence[st
             short_number(top / 2),
         ),
         format_html(
-            '<svg class="chart" viewBox="0 0 {} {}" preserveAspectRatio="none">', WIDTH, HEIGHT
+            '<svg class="chart" viewBox="0 0 {} {}" preserveAspectRatio="none" role="group" '
+            'aria-label="{}: one link per day; arrow keys move between days">',
+            WIDTH,
+            HEIGHT,
+            label,
         ),
     ]
     for fraction in (0, 0.5, 1):
-        y = PAD_TOP + plot_h * (1 - fraction)
+        y = PAD_TOP + PLOT_H * (1 - fraction)
         parts.append(
             format_html(
                 '<line class="grid-line" x1="0" x2="{}" y1="{}" y2="{}"></line>',
@@ -67,11 +188,174 @@ def chart_frame(top: float, label: str, days: Sequence[date], inner: Sequence[st
                 f"{y:.1f}",
             )
         )
-    parts.extend(inner)
-    parts.append(mark_safe('</svg><div class="chart-x" aria-hidden="true">'))
+    parts.extend(decorations)
+    parts.extend(marks)
+    parts.append(mark_safe('</svg><div class="chart-tip" aria-hidden="true" hidden></div>'))
+    parts.append(mark_safe('<div class="chart-x" aria-hidden="true">'))
     # A range over a year shows the year too, so two Januaries are not confused.
     pattern = "%b %d" if len(days) <= 180 else "%b %d, %Y"
     for i in _x_label_positions(len(days)):
         parts.append(format_html("<span>{}</span>", days[i].strftime(pattern)))
-    parts.append(mark_safe("</div></figure>"))
+    parts.append(mark_safe("</div>"))
+    parts.append(data_table(label, data))
+    parts.append(mark_safe("</figure>"))
     return mark_safe("".join(parts))  # noqa: S308 - every piece above is escaped
+
+
+# --- the three kinds of chart the pages draw ---------------------------------------------------
+
+
+def bars(
+    days: Sequence[date],
+    values: Sequence[float],
+    label: str,
+    *,
+    unit: str,
+    links: Sequence[str],
+    decimals: int = 0,
+) -> SafeString:
+    """One bar per day."""
+    top = nice_max(max(values, default=0))
+    count = len(days)
+    marks = []
+    rows: list[list[str | Link]] = []
+    for i, (day, value) in enumerate(zip(days, values, strict=True)):
+        text = number(value, decimals)
+        shapes = (
+            [bar_shape(i, count, 0, value, top, **{"class": "bar bar-single"})] if value else []
+        )
+        marks.append(
+            day_mark(
+                i, count, tip=f"{day.isoformat()}: {text} {unit}", href=links[i], shapes=shapes
+            )
+        )
+        rows.append([Link(day.isoformat(), links[i]), text])
+    data = ChartData(("Day", unit.capitalize()), rows)
+    return chart_frame(top, label, days, marks, data=data)
+
+
+def stacked_bars(
+    days: Sequence[date],
+    series: dict[str, list[int]],
+    label: str,
+    *,
+    colours: dict[str, str],
+    links: Sequence[str],
+    unit: str = "runs",
+) -> SafeString:
+    """One bar per day, stacked by series (run statuses)."""
+    count = len(days)
+    totals = [sum(values[i] for values in series.values()) for i in range(count)]
+    top = nice_max(max(totals, default=0))
+    marks = []
+    rows: list[list[str | Link]] = []
+    for i, day in enumerate(days):
+        base = 0
+        shapes = []
+        for name, values in series.items():
+            if values[i]:
+                shapes.append(
+                    bar_shape(
+                        i,
+                        count,
+                        base,
+                        base + values[i],
+                        top,
+                        **{"class": "bar", "fill": colours.get(name, "#667085")},
+                    )  # fmt: skip
+                )
+                base += values[i]
+        parts = ", ".join(
+            f"{number(values[i])} {name}" for name, values in series.items() if values[i]
+        )
+        tip = f"{day.isoformat()}: {number(totals[i])} {unit}" + (f" ({parts})" if parts else "")
+        marks.append(day_mark(i, count, tip=tip, href=links[i], shapes=shapes))
+        rows.append([Link(day.isoformat(), links[i]),
+                     *(number(values[i]) for values in series.values()), number(totals[i])])  # fmt: skip
+    data = ChartData(("Day", *(name.capitalize() for name in series), "Total"), rows)
+    return chart_frame(top, label, days, marks, data=data)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A horizontal line across the plot (a limit), named in its own `<title>`."""
+
+    value: float
+    css: str
+    name: str
+
+
+def lines(
+    days: Sequence[date],
+    series: dict[str, Sequence[float | None]],
+    label: str,
+    *,
+    unit: str,
+    links: Sequence[str],
+    decimals: int = 0,
+    references: Sequence[Reference] = (),
+) -> SafeString:
+    """One polyline per series (p50, p95); days without a value leave a gap."""
+    values = [v for points in series.values() for v in points if v is not None]
+    top = nice_max(max([*values, *(ref.value for ref in references)], default=0))
+    count = len(days)
+    slot = slot_width(count)
+    decorations = []
+    for index, points in enumerate(series.values()):
+        coordinates = " ".join(
+            f"{PAD_LEFT + slot * (i + 0.5):.1f},{y_of(value, top):.1f}"
+            for i, value in enumerate(points)
+            if value is not None
+        )
+        if coordinates:
+            decorations.append(
+                format_html(
+                    '<polyline class="line line-{}" fill="none" points="{}"></polyline>',
+                    index,
+                    coordinates,
+                )
+            )
+    for ref in references:
+        y = f"{y_of(ref.value, top):.1f}"
+        decorations.append(
+            format_html(
+                '<line class="{}" x1="{}" x2="{}" y1="{}" y2="{}"><title>{}: {} {}</title></line>',
+                ref.css,
+                PAD_LEFT,
+                WIDTH - PAD_RIGHT,
+                y,
+                y,
+                ref.name,
+                number(ref.value, decimals),
+                unit,
+            )  # fmt: skip
+        )
+    marks = []
+    rows: list[list[str | Link]] = []
+    for i, day in enumerate(days):
+        x = f"{PAD_LEFT + slot * (i + 0.5):.1f}"
+        shapes = []
+        said = []
+        for index, (name, points) in enumerate(series.items()):
+            value = points[i]
+            said.append(f"{name} {number(value, decimals)}" + ("" if value is None else f" {unit}"))
+            if value is not None:
+                # A zero-length round-capped segment with a non-scaling stroke: a dot that
+                # stays round however the plot stretches (a circle would turn into an ellipse).
+                y = f"{y_of(value, top):.1f}"
+                shapes.append(
+                    format_html(
+                        '<line class="line line-{} dot" x1="{}" x2="{}" y1="{}" y2="{}"></line>',
+                        index,
+                        x,
+                        x,
+                        y,
+                        y,
+                    )  # fmt: skip
+                )
+        tip = f"{day.isoformat()}: " + ", ".join(said)
+        marks.append(day_mark(i, count, tip=tip, href=links[i], shapes=shapes))
+        rows.append([Link(day.isoformat(), links[i]),
+                     *(number(points[i], decimals) for points in series.values())])  # fmt: skip
+    data = ChartData(("Day", *(f"{name} ({unit})" for name in series)), rows)
+    return chart_frame(top, label, days, marks, data=data, decorations=decorations)

@@ -11,3 +11,10 @@ class UsageConfig(AppConfig):
         from apps.usage.services import rollup_on_runs_recorded
 
         on_runs_recorded(rollup_on_runs_recorded)
+
+        # The console's credit-limit banner caches the month's credits: a threshold crossed
+        # drops that figure, so the warning shows on the next page.
+        from apps.usage.banner import banner_forget
+        from apps.usage.events import on_threshold_reached
+
+        on_threshold_reached(banner_forget)

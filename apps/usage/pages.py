@@ -8,19 +8,24 @@ changed by apps.usage.services.
 import csv
 from collections.abc import Iterator
 from datetime import date, timedelta
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from apps.common.errors import BadRequest
+from apps.common.errors import BadRequest, NotFound
 from apps.usage import charts, selectors, services
+from apps.usage.banner import banner_of
 from apps.usage.forms import CreditLimitForm
 from apps.usage.rendering import limit_state, percent_used
 from apps.workspaces.console import ConsoleRequest, console_view
+from apps.workspaces.models import Agent
+from apps.workspaces.selectors import agent_list
 
 TEMPLATE = "usage/usage.html"
 PERIODS = (
@@ -69,12 +74,55 @@ def console_period(params, *, today: date) -> tuple[str, selectors.Period, str |
     )
 
 
+def _runs_url(agent_id: str, first: date, last: date) -> str:
+    """The Runs list of one Agent between two days (`agent` switches the console to it)."""
+    query = {"agent": agent_id, "from": first.isoformat(), "to": last.isoformat()}
+    return f"{reverse('activity:run_list')}?{urlencode(query)}"
+
+
+def _day_url(day: date, agent: Agent | None) -> str:
+    """Where a day of the charts leads: that Agent's runs of the day, or, for the whole
+    workspace, this page narrowed to the day (its Agent table then links to each one's runs)."""
+    if agent is not None:
+        return _runs_url(agent.pk, day, day)
+    query = {"period": "custom", "from": day.isoformat(), "to": day.isoformat()}
+    return f"{reverse('usage:usage_overview')}?{urlencode(query)}"
+
+
+def tokens_by_kind(counters: dict) -> tuple[list[tuple[str, int]], int, list[tuple[str, int]]]:
+    """(rows, total, cache rows) of the "Tokens by kind" table. The rows add up to the total,
+    which is the runs' own total: input, output and, when the runs' totals hold tokens reported
+    as neither (a total without its split), those as a row of their own. Cache reads and writes
+    are what the provider counted in or beside the input: shown apart, never added in."""
+    total = counters["total_tokens"]
+    rows = [("Input", counters["input_tokens"]), ("Output", counters["output_tokens"])]
+    rest = total - counters["input_tokens"] - counters["output_tokens"]
+    if rest:
+        rows.append(("Not split into input and output", rest))
+    cache = [("Cache read", counters["cache_read_tokens"]), ("Cache write", counters["cache_write_tokens"])]  # fmt: skip
+    return rows, total, cache
+
+
+def _chosen_agent(request: ConsoleRequest) -> tuple[Agent | None, str | None]:
+    """The Agent the page is narrowed to (`agent_id`), or None for the whole workspace; an
+    unknown one shows its message and the whole workspace."""
+    agent_id = request.GET.get("agent_id", "").strip()
+    if not agent_id:
+        return None, None
+    try:
+        return selectors.usage_agent_get(workspace=request.workspace, agent_id=agent_id), None
+    except NotFound as exc:
+        return None, f"{exc.message} Showing every Agent."
+
+
 def _context(request: ConsoleRequest, *, form: CreditLimitForm | None = None) -> dict:
     today = services.utc_day(timezone.now())
     choice, period, error = console_period(request.GET, today=today)
-    usage = selectors.usage_get(workspace=request.workspace, period=period)
+    chosen, agent_error = _chosen_agent(request)
+    usage = selectors.usage_get(workspace=request.workspace, period=period, agent=chosen)
     days = period.days
     daily_credits = [float(usage.daily[day].credits) if day in usage.daily else 0.0 for day in days]
+    day_links = [_day_url(day, chosen) for day in days]
     credits_total = usage.totals.credits
     agents = [
         {
@@ -82,16 +130,11 @@ def _context(request: ConsoleRequest, *, form: CreditLimitForm | None = None) ->
             "figures": figures,
             "latency": figures.latency(),
             "share": float(figures.credits * 100 / credits_total) if credits_total else 0.0,
+            "runs_url": _runs_url(agent.pk, period.start, period.end),
         }
         for agent, figures in usage.agents
     ]
-    counters = usage.totals.counters
-    tokens = [
-        ("Input", counters["input_tokens"]),
-        ("Output", counters["output_tokens"]),
-        ("Cache read", counters["cache_read_tokens"]),
-        ("Cache write", counters["cache_write_tokens"]),
-    ]
+    tokens, token_total, cache_tokens = tokens_by_kind(usage.totals.counters)
     if form is None:
         form = CreditLimitForm(initial={"monthly_credit_limit": usage.credit_limit or ""})
     return {
@@ -100,14 +143,24 @@ def _context(request: ConsoleRequest, *, form: CreditLimitForm | None = None) ->
         "choice": choice,
         "period": period,
         "period_error": error,
+        "agent_error": agent_error,
         "usage": usage,
+        "chosen_agent": chosen,
+        "workspace_agents": agent_list(workspace_id=request.workspace.pk).order_by("name", "id"),
         "latency": usage.totals.latency(),
         "agents": agents,
         "tokens": tokens,
-        "token_max": max((value for _, value in tokens), default=0) or 1,
-        "chart": charts.credits_against_limit(days, daily_credits, usage.credit_limit),
+        "token_total": token_total,
+        "cache_tokens": cache_tokens,
+        "token_max": max([abs(value) for _, value in tokens + cache_tokens] + [1]),
+        "daily_chart": charts.credits_per_day(days, daily_credits, links=day_links),
+        "month_chart": charts.credits_against_limit(
+            days, daily_credits, usage.credit_limit, links=day_links
+        ),
         "percent_used": percent_used(usage.month_credits, usage.credit_limit),
         "limit_state": limit_state(usage.month_credits, usage.credit_limit),
+        # The layout's banner, with the month's credits read fresh on this page.
+        "credit_banner": banner_of(usage.month_credits, usage.credit_limit, usage.month),
         "form": form,
         "export_query": request.GET.urlencode(),
     }
@@ -171,7 +224,10 @@ def _csv_rows(usage: selectors.Usage) -> Iterator[list]:
 def usage_export(request: ConsoleRequest) -> StreamingHttpResponse:
     """One row per day and Agent of the chosen period, streamed."""
     _choice, period, _error = console_period(request.GET, today=services.utc_day(timezone.now()))
-    usage = selectors.usage_get(workspace=request.workspace, period=period, per_agent_day=True)
+    chosen, _agent_error = _chosen_agent(request)
+    usage = selectors.usage_get(
+        workspace=request.workspace, period=period, agent=chosen, per_agent_day=True
+    )
     writer = csv.writer(_Echo())
     response = StreamingHttpResponse(
         (writer.writerow(_safe_cells(row)) for row in _csv_rows(usage)),

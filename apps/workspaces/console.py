@@ -91,7 +91,10 @@ def _attach_agent(request: ConsoleRequest) -> bool:
     request.console_agents = agents
     if not agents:
         return False
-    wanted = request.session.get(SESSION_AGENT_KEY)
+    # A link that names its Agent (`?agent=`, as the charts' click-throughs do) opens it, so
+    # the link shows the same runs wherever it is opened; one the user may not open is ignored.
+    named = request.GET.get("agent")
+    wanted = named if any(a.pk == named for a in agents) else request.session.get(SESSION_AGENT_KEY)
     if wanted is None:  # a new session: the Agent chosen last time, not the first by name
         wanted = console_agent_remembered(user=request.user)
     agent = next((a for a in agents if a.pk == wanted), agents[0])

@@ -87,3 +87,66 @@ document.addEventListener("change", (event) => {
   const count = document.querySelector(`#${formId} [data-bulk-count]`);
   if (count) count.textContent = ticked ? `${ticked} selected` : "None selected";
 });
+
+// Charts (apps/common/charts.py): each day is a link named by its values. The visible tooltip
+// shows those words on hover and focus (the SVG <title>s are then removed, so the browser's
+// own tooltip does not show them twice). A chart is one Tab stop: the arrow keys, Home and End
+// move between its days, Enter opens the day's runs.
+function chartTip(mark) {
+  const figure = mark.closest("[data-chart]");
+  const tip = figure && figure.querySelector(".chart-tip");
+  if (!tip) return;
+  tip.textContent = mark.dataset.tip;
+  tip.hidden = false;
+  const box = figure.getBoundingClientRect();
+  const hit = (mark.querySelector(".hit") || mark).getBoundingClientRect();
+  const left = Math.min(Math.max(hit.left + hit.width / 2 - box.left - tip.offsetWidth / 2, 0),
+    box.width - tip.offsetWidth);
+  tip.style.left = `${left}px`;
+  tip.style.top = `${Math.max(hit.top - box.top - tip.offsetHeight - 6, 0)}px`;
+  figure.querySelectorAll(".mark.active").forEach((other) => other.classList.remove("active"));
+  mark.classList.add("active");
+}
+
+function chartTipHide(figure) {
+  const tip = figure && figure.querySelector(".chart-tip");
+  if (tip) tip.hidden = true;
+  if (figure) figure.querySelectorAll(".mark.active").forEach((mark) => mark.classList.remove("active"));
+}
+
+function chartsPrepare(root) {
+  root.querySelectorAll("[data-chart] .mark > title").forEach((title) => title.remove());
+}
+document.addEventListener("DOMContentLoaded", () => chartsPrepare(document));
+document.addEventListener("htmx:afterSettle", (event) => chartsPrepare(event.target));
+
+document.addEventListener("mouseover", (event) => {
+  const mark = event.target.closest && event.target.closest("[data-chart] .mark");
+  if (mark) chartTip(mark);
+});
+document.addEventListener("mouseout", (event) => {
+  const figure = event.target.closest && event.target.closest("[data-chart]");
+  if (figure && !figure.contains(event.relatedTarget)) chartTipHide(figure);
+});
+document.addEventListener("focusin", (event) => {
+  const mark = event.target.closest && event.target.closest("[data-chart] .mark");
+  if (mark) chartTip(mark);
+});
+document.addEventListener("focusout", (event) => {
+  const mark = event.target.closest && event.target.closest("[data-chart] .mark");
+  if (mark) chartTipHide(mark.closest("[data-chart]"));
+});
+document.addEventListener("keydown", (event) => {
+  const mark = event.target.closest && event.target.closest("[data-chart] .mark");
+  if (!mark) return;
+  if (event.key === "Escape") { chartTipHide(mark.closest("[data-chart]")); return; }
+  const marks = [...mark.parentNode.querySelectorAll(":scope > .mark")];
+  const here = marks.indexOf(mark);
+  const step = { ArrowRight: here + 1, ArrowDown: here + 1, ArrowLeft: here - 1, ArrowUp: here - 1,
+    Home: 0, End: marks.length - 1 }[event.key];
+  if (step === undefined) return;
+  event.preventDefault();
+  const next = marks[Math.min(Math.max(step, 0), marks.length - 1)];
+  marks.forEach((other) => other.setAttribute("tabindex", other === next ? "0" : "-1"));
+  next.focus();
+});

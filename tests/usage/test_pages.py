@@ -35,7 +35,7 @@ def test_page_shows_this_months_workspace_usage_and_lights_the_nav(
     assert 'id="stat-runs">2<' in html
     assert 'id="stat-credits">3.50<' in html
     assert html.count('<tr data-agent-id="') == 2
-    assert '<svg class="chart"' in html and "2026-05-20: 2.5 credits" in html
+    assert '<svg class="chart"' in html and "2026-05-20: 2.50 credits" in html
     assert 'id="no-limit"' in html
 
 
@@ -76,10 +76,10 @@ def test_banners_follow_the_limit(owner_client, agent, workspace):
     Workspace.objects.filter(pk=workspace.pk).update(monthly_credit_limit=Decimal(10))
     record_run(agent, at=NOW, credits_charged=8.0)
     html = owner_client.get("/usage/").content.decode()
-    assert 'class="card card-warning" id="limit-banner"' in html
+    assert 'card-warning" id="limit-banner" role="status" data-state="warning"' in html
     record_run(agent, at=NOW, credits_charged=2.0)
     html = owner_client.get("/usage/").content.decode()
-    assert 'class="card card-danger" id="limit-banner"' in html
+    assert 'card-danger" id="limit-banner" role="alert" data-state="exceeded"' in html
     assert 'class="limit-line"' in html
 
 
