@@ -56,6 +56,7 @@ NAVIGATION = (
     ("API keys", "workspaces:api_key_list", "api_keys", False),
     ("Connected apps", "mcp_server:connected_app_list", "connected_apps", False),
     ("Data retention", "retention:retention_settings", "retention", True),
+    ("Audit log", "workspaces:audit_log", "audit_log", True),
 )
 
 
