@@ -173,9 +173,7 @@ RECIPES: dict[tuple[str, str], Callable[[World], Call]] = {
     ("patch", "/v1/mcp_servers/{id}"): lambda w: Call(
         "mcp_server.updated", {"id": _server(w).pk}, json={"name": "Renamed"}
     ),
-    ("delete", "/v1/mcp_servers/{id}"): lambda w: Call(
-        "mcp_server.deleted", {"id": _server(w).pk}
-    ),
+    ("delete", "/v1/mcp_servers/{id}"): lambda w: Call("mcp_server.deleted", {"id": _server(w).pk}),
     ("post", "/v1/mcp_servers/{id}/discover"): lambda w: Call(
         "mcp_server.discovery_requested", {"id": _server(w).pk}
     ),
@@ -269,7 +267,9 @@ def test_no_secret_reaches_the_audit_log(world, owner_client):
         json={"auth_headers": {"Authorization": header_value + "-rotated"}},
     )
     secrets.append(header_value)
-    page = owner_client.post("/api-keys/new/", {"name": "Console key", "scopes": ["runs:read"], "expires": "never"})
+    page = owner_client.post(
+        "/api-keys/new/", {"name": "Console key", "scopes": ["runs:read"], "expires": "never"}
+    )
     assert page.status_code == 302
     console_key = owner_client.get("/api-keys/").context["new_key"]["key"]
     secrets.append(console_key)

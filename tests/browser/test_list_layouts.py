@@ -101,6 +101,7 @@ def _pages(filled) -> list[str]:
         "/agents/",
         "/api-keys/",
         "/connected-apps/",
+        "/audit-log/",
     ]
 
 
@@ -194,7 +195,15 @@ def test_rows_are_cards_with_their_status_and_actions_at_390(console_page, fille
             found[path] = result["problems"]
     assert found == {}, "\n".join(f"{path}: {problems}" for path, problems in found.items())
     # The walk saw the rows it was meant to judge.
-    for path in ("/conversations/", "/users/", "/runs/", "/knowledge/", "/webhooks/", "/tools/"):
+    for path in (
+        "/conversations/",
+        "/users/",
+        "/runs/",
+        "/knowledge/",
+        "/webhooks/",
+        "/tools/",
+        "/audit-log/",
+    ):
         assert rows[path] > 0, path
 
 
