@@ -190,6 +190,21 @@ def test_reads_write_nothing_to_the_log(api, agent, owner_client):
 # --- Console changes beyond the API ----------------------------------------------------------
 
 
+def test_a_member_disabling_a_document_in_the_console_is_recorded(member_client, agent):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from apps.knowledge.services import document_create_from_upload
+
+    document = document_create_from_upload(
+        agent=agent, upload=SimpleUploadedFile("faq.md", b"# FAQ", "text/markdown")
+    )
+    member_client.post(f"/knowledge/{document.pk}/toggle/", {"is_enabled": "false"})
+    (entry,) = _entries(agent.workspace, action="document.disabled")
+    assert (entry.actor_type, entry.actor_id) == ("user", "member@example.com")
+    assert (entry.target_id, entry.target_name) == (document.pk, "faq.md")
+    assert entry.changes == {"is_enabled": {"from": True, "to": False}}
+
+
 def test_credit_limit_and_retention_changes_are_recorded(owner_client, agent):
     owner_client.post("/usage/limit/", {"monthly_credit_limit": "1000"})
     owner_client.post("/retention/", {"activity": "90"})
