@@ -75,6 +75,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Console pages answer a styled 503 while the database is unreachable (the API does its own).
     "apps.workspaces.middleware.DatabaseUnavailablePageMiddleware",
+    # Who is making a change, for the audit log (apps.workspaces.audit); reads cost nothing.
+    "apps.workspaces.audit.AuditRequestMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -459,6 +461,14 @@ CELERY_BEAT_MAX_LOOP_INTERVAL = 30
 # Days of activity a workspace without a policy of its own keeps (0: forever). A workspace's
 # owner chooses 30, 90 or 365 days or forever (`manage.py retention_set`).
 RETENTION_DEFAULT_ACTIVITY_DAYS = env_int("RETENTION_DEFAULT_ACTIVITY_DAYS", 0)
+# Days the audit log keeps an entry (docs/audit-log.md); 0 keeps entries forever. Applied by
+# the same hourly retention task.
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 365)
+
+# --- Client addresses -------------------------------------------------------------------------
+# Reverse proxies in front of the web processes that append to X-Forwarded-For (0: none, the
+# client is REMOTE_ADDR). The audit log records the address the outermost proxy saw.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 
 # --- OpenTelemetry (apps.activity.tracing, docs/activity-recording.md) ------------------------
 # A span whose parent has not arrived after this many seconds stops waiting: it is recorded as a

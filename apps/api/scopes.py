@@ -23,13 +23,21 @@ CONTRACT_SCOPES: dict[str, str] = {
 # Extensions: opt-in, never granted unless asked for (existing keys keep their permissions).
 EXTENSION_SCOPES: dict[str, str] = {
     "activity:write": "Record activity from the Agent runtime (POST /v1/ingest)",
+    "audit_log:read": "Read the workspace's audit log (owner required)",
 }
 
 ALL_SCOPES: dict[str, str] = {**CONTRACT_SCOPES, **EXTENSION_SCOPES}
 
 # Scopes whose operations also need the key's creator to be a workspace owner.
 OWNER_SCOPES = frozenset(
-    {"agents:archive", "mcp_servers:write", "webhooks:read", "webhooks:write", "api_keys:create"}
+    {
+        "agents:archive",
+        "mcp_servers:write",
+        "webhooks:read",
+        "webhooks:write",
+        "api_keys:create",
+        "audit_log:read",
+    }
 )
 
 

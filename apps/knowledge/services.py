@@ -25,6 +25,7 @@ from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, KnowledgeChunk, Know
 from apps.knowledge.search import unindex_chunks
 from apps.knowledge.selectors import document_get
 from apps.knowledge.uploads import too_large_message
+from apps.workspaces.audit import audit_diff, audit_record
 from apps.workspaces.models import Agent
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,19 @@ SUPPORTED_TEXT = (
 Status = KnowledgeDocument.Status
 RefreshStatus = KnowledgeDocument.RefreshStatus
 SourceType = KnowledgeDocument.SourceType
+
+
+def _audit(document: KnowledgeDocument, action: str, changes: dict | None = None) -> None:
+    """One audit entry about `document` (apps.workspaces.audit), in the caller's transaction."""
+    audit_record(
+        workspace_id=document.agent.workspace_id,
+        agent_id=document.agent_id,
+        action=action,
+        target_type="document",
+        target_id=document.pk,
+        target_name=document.name,
+        changes=changes,
+    )
 
 
 def max_upload_bytes() -> int:
@@ -156,6 +170,15 @@ def document_create_from_upload(
     try:
         with transaction.atomic():
             document.save(force_insert=True)
+            _audit(
+                document,
+                "document.created",
+                {
+                    "source_type": SourceType.FILE,
+                    "file_name": document.file_name,
+                    "file_size_bytes": document.file_size_bytes,
+                },
+            )
             enqueue_after_commit("ingest", document.pk)
     except IntegrityError:
         _delete_stored_files(document)
@@ -213,6 +236,15 @@ def document_create_from_url(
                 status=Status.PROCESSING,
                 queued_at=timezone.now(),
             )
+            _audit(
+                document,
+                "document.created",
+                {
+                    "source_type": SourceType.URL,
+                    "source_url": normalized,
+                    "refresh_interval_hours": interval,
+                },
+            )
             enqueue_after_commit("ingest", document.pk)
     except IntegrityError:
         existing = KnowledgeDocument.objects.filter(
@@ -255,12 +287,26 @@ def document_update(
         if locked is None:  # deleted meanwhile
             return document_get(agent=agent, document_id=document_id)  # raises NotFound
         KnowledgeDocument.objects.filter(agent=agent, pk=document.pk).update(**changes)
+        diff = audit_diff(
+            {"name": document.name, "is_enabled": document.is_enabled},
+            changes,
+            [field for field in ("name", "is_enabled") if field in changes],
+        )
+        if diff:
+            _audit(document, _update_action(diff), diff)
         version_id, status = locked
         if is_enabled is not None and version_id is not None:
             KnowledgeChunk.objects.filter(document_id=document.pk, version_id=version_id).update(
                 is_searchable=is_enabled and status == KnowledgeDocument.Status.READY
             )
     return document_get(agent=agent, document_id=document_id)
+
+
+def _update_action(diff: dict) -> str:
+    """document.enabled / document.disabled for a toggle alone, else document.updated."""
+    if set(diff) == {"is_enabled"}:
+        return "document.enabled" if diff["is_enabled"]["to"] else "document.disabled"
+    return "document.updated"
 
 
 def document_delete(*, agent: Agent, document_id: str) -> None:
@@ -280,6 +326,15 @@ def document_delete(*, agent: Agent, document_id: str) -> None:
             document_get(agent=agent, document_id=document_id)  # raises NotFound
             return
         unindex_chunks(document_ids=[document.pk])
+        _audit(
+            document,
+            "document.deleted",
+            {
+                "source_type": document.source_type,
+                "source_url": document.source_url,
+                "file_name": document.file_name,
+            },
+        )
         KnowledgeDocument.objects.filter(pk=document.pk).update(current_version=None)
         document.versions.all().delete()
         KnowledgeDocument.objects.filter(pk=document.pk).delete()
@@ -327,6 +382,7 @@ def document_refresh_request(*, agent: Agent, document_id: str) -> KnowledgeDocu
             )
         )
         if started:
+            _audit(document, "document.refresh_requested")
             enqueue_after_commit("refresh", document.pk)
     document = document_get(agent=agent, document_id=document_id)
     if not started and document.status == Status.PROCESSING:
@@ -354,6 +410,7 @@ def document_retry(*, agent: Agent, document_id: str) -> KnowledgeDocument:
             updated_at=now,
         )
         if retried:
+            _audit(document, "document.retried")
             enqueue_after_commit("ingest", document.pk)
     if not retried:
         raise Conflict("Only a failed document can be retried.")
@@ -368,11 +425,19 @@ def document_schedule(
     document = document_get(agent=agent, document_id=document_id)
     if document.source_type != SourceType.URL:
         raise BadRequest("Scheduled refresh applies to URL documents only.")
+    before = document.refresh_interval_hours
     document.refresh_interval_hours = interval
     next_at = None
     if document.refresh_status != RefreshStatus.REFRESHING:
         next_at = next_refresh_time(document)
-    KnowledgeDocument.objects.filter(agent=agent, pk=document.pk).update(
-        refresh_interval_hours=interval, next_refresh_at=next_at, updated_at=timezone.now()
-    )
+    with transaction.atomic():
+        KnowledgeDocument.objects.filter(agent=agent, pk=document.pk).update(
+            refresh_interval_hours=interval, next_refresh_at=next_at, updated_at=timezone.now()
+        )
+        if before != interval:
+            _audit(
+                document,
+                "document.schedule_changed",
+                {"refresh_interval_hours": {"from": before, "to": interval}},
+            )
     return document_get(agent=agent, document_id=document_id)

@@ -13,6 +13,7 @@ from apps.common.errors import BadRequest, InsufficientScope, NotFound, Unauthor
 from apps.mcp_server.models import ConnectedApplication, SpentAuthorizationCode
 from apps.mcp_server.oauth import GRANTABLE_SCOPES, agent_scope, split_grant_scopes
 from apps.mcp_server.resource_tokens import resource_token_sign
+from apps.workspaces.audit import audit_record
 from apps.workspaces.events import MemberRemoved
 from apps.workspaces.models import Agent, ApiKey
 from apps.workspaces.selectors import agent_list_for_user, is_workspace_owner
@@ -56,9 +57,23 @@ def connected_app_grant(
             created_by=user,
             kind=ApiKey.Kind.CONNECTED_APP,
         )
-        return ConnectedApplication.objects.create(
+        connection = ConnectedApplication.objects.create(
             agent=agent, application=application, user=user, grant_key=grant_key
         )
+        _audit(connection, "connected_app.connected", {"scopes": sorted(scopes)})
+        return connection
+
+
+def _audit(connection: ConnectedApplication, action: str, changes: dict | None = None) -> None:
+    audit_record(
+        workspace_id=connection.agent.workspace_id,
+        agent_id=connection.agent_id,
+        action=action,
+        target_type="connected_app",
+        target_id=connection.pk,
+        target_name=connection.grant_key.name,
+        changes=changes,
+    )
 
 
 def connected_app_revoke(*, connection: ConnectedApplication, by_user) -> ConnectedApplication:
@@ -71,7 +86,9 @@ def connected_app_revoke(*, connection: ConnectedApplication, by_user) -> Connec
             "mcp_servers:write", "Only owners can revoke an application someone else connected."
         )
     if connection.revoked_at is None:
-        _revoke(connection)
+        with transaction.atomic():
+            _revoke(connection)
+            _audit(connection, "connected_app.disconnected")
         connection.refresh_from_db(fields=["revoked_at"])
     return connection
 

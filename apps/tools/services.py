@@ -19,6 +19,7 @@ from apps.common.netguard import BlockedURL, check_url
 from apps.tools.models import McpDiscovery, McpServer, McpTool
 from apps.tools.secrets import encrypt_headers
 from apps.tools.selectors import server_get, tool_get
+from apps.workspaces.audit import CHANGED, audit_diff, audit_record
 from apps.workspaces.models import Agent
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ Status = McpServer.Status
 Trigger = McpDiscovery.Trigger
 
 _UNSET: Any = object()
+# The fields of a server its audit entries show before and after.
+AUDITED_FIELDS = ("name", "url", "enabled", "auth_header_names")
 
 
 def enqueue_discovery_after_commit(server_id: str) -> None:
@@ -138,6 +141,20 @@ def check_auth_headers(headers: dict[str, str] | None) -> dict[str, str]:
     return checked
 
 
+def _audit(*, agent: Agent, server: McpServer, action: str, changes: dict | None = None) -> None:
+    """One audit entry about a tool server (apps.workspaces.audit), in the caller's
+    transaction. Auth headers appear by name only: their values are secrets."""
+    audit_record(
+        workspace_id=agent.workspace_id,
+        agent_id=agent.pk,
+        action=action,
+        target_type="mcp_server",
+        target_id=server.pk,
+        target_name=server.name,
+        changes=changes,
+    )
+
+
 def _duplicate(existing: McpServer) -> Conflict:
     return Conflict(
         f"This URL is already an MCP server of this Agent: “{existing.name}” ({existing.pk})."
@@ -181,6 +198,16 @@ def server_create(
                 auth_header_names=sorted(headers, key=str.lower),
                 auth_headers_encrypted=encrypt_headers(headers),
                 **_pending_changes(trigger=Trigger.CREATED, now=now),
+            )
+            _audit(
+                agent=agent,
+                server=server,
+                action="mcp_server.created",
+                changes={
+                    "url": normalized,
+                    "enabled": enabled,
+                    "auth_header_names": server.auth_header_names,
+                },
             )
             enqueue_discovery_after_commit(server.pk)
     except IntegrityError:
@@ -234,6 +261,14 @@ def server_update(
     try:
         with transaction.atomic():
             McpServer.objects.filter(agent=agent, pk=server.pk).update(**changes)
+            diff = audit_diff(
+                {field: getattr(server, field) for field in AUDITED_FIELDS}, changes, AUDITED_FIELDS
+            )
+            if auth_headers is not _UNSET:
+                # New values under the same names are a change too; never say which values.
+                diff["auth_headers"] = CHANGED
+            if diff:
+                _audit(agent=agent, server=server, action="mcp_server.updated", changes=diff)
             if rediscover:
                 enqueue_discovery_after_commit(server.pk)
     except IntegrityError:
@@ -247,7 +282,9 @@ def server_update(
 def server_delete(*, agent: Agent, server_id: str) -> None:
     """Delete the server with its tools and change log (a running discovery finds no row)."""
     server = server_get(agent=agent, server_id=server_id)
-    McpServer.objects.filter(agent=agent, pk=server.pk).delete()
+    with transaction.atomic():
+        McpServer.objects.filter(agent=agent, pk=server.pk).delete()
+        _audit(agent=agent, server=server, action="mcp_server.deleted", changes={"url": server.url})
 
 
 def server_discover_request(
@@ -263,6 +300,7 @@ def server_discover_request(
             .update(updated_at=now, **_pending_changes(trigger=trigger, now=now))
         )
         if started:
+            _audit(agent=agent, server=server, action="mcp_server.discovery_requested")
             enqueue_discovery_after_commit(server.pk)
     return server_get(agent=agent, server_id=server_id)
 
@@ -270,5 +308,19 @@ def server_discover_request(
 def tool_set_enabled(*, agent: Agent, server_id: str, name: str, enabled: bool) -> McpTool:
     """Turn one tool on or off for the Agent; the choice survives rediscoveries."""
     tool = tool_get(agent=agent, server_id=server_id, name=name)
-    McpTool.objects.filter(pk=tool.pk).update(enabled=enabled, updated_at=timezone.now())
+    with transaction.atomic():
+        McpTool.objects.filter(pk=tool.pk).update(enabled=enabled, updated_at=timezone.now())
+        if tool.enabled != enabled:
+            audit_record(
+                workspace_id=agent.workspace_id,
+                agent_id=agent.pk,
+                action="mcp_tool.enabled" if enabled else "mcp_tool.disabled",
+                target_type="mcp_tool",
+                target_id=tool.pk,
+                target_name=tool.name,
+                changes={
+                    "server_id": server_id,
+                    "enabled": {"from": tool.enabled, "to": enabled},
+                },
+            )
     return tool_get(agent=agent, server_id=server_id, name=name)

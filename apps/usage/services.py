@@ -28,6 +28,7 @@ from apps.common.errors import BadRequest
 from apps.usage.events import ThresholdAnnounced, announce_threshold_reached
 from apps.usage.latency import BOUNDARIES, bucket_of
 from apps.usage.models import DailyLatency, DailyUsage, ThresholdReached
+from apps.workspaces.audit import actor_for_user, audit_diff, audit_record
 from apps.workspaces.models import Agent, Workspace
 from apps.workspaces.selectors import is_workspace_owner
 
@@ -379,8 +380,20 @@ def credit_limit_set(*, workspace: Workspace, user, limit: Decimal | None) -> Wo
         raise BadRequest("monthly_credit_limit: Must be more than 0.")
     with transaction.atomic():
         locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        before = locked.monthly_credit_limit
         locked.monthly_credit_limit = limit
         locked.save(update_fields=["monthly_credit_limit"])
+        diff = audit_diff({"monthly_credit_limit": before}, {"monthly_credit_limit": limit})
+        if diff:
+            audit_record(
+                workspace_id=workspace.pk,
+                action="workspace.credit_limit_changed",
+                target_type="workspace",
+                target_id=workspace.pk,
+                target_name=workspace.name,
+                changes=diff,
+                actor=actor_for_user(user),
+            )
         month = month_start(utc_day(timezone.now()))
         used = month_credits(workspace_id=workspace.pk, month=month)
         fired = ThresholdReached.objects.filter(workspace_id=workspace.pk, month=month)

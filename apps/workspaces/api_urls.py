@@ -9,6 +9,7 @@ from apps.workspaces.api import (
     AgentManagementViewSet,
     AgentRevisionViewSet,
     ApiKeyViewSet,
+    AuditEventViewSet,
     ConnectionViewSet,
     WorkspaceViewSet,
 )
@@ -20,6 +21,8 @@ connection_routes: list[Route] = [
 
 plain_routes: list[Route] = [
     Route("workspaces", WorkspaceViewSet.as_view({"get": "list"}), "workspace-list"),
+    # The workspace's audit log: one per workspace, so no agent-scoped form.
+    Route("audit_events", AuditEventViewSet.as_view({"get": "list"}), "audit-event-list"),
     Route(
         "agents",
         AgentManagementViewSet.as_view({"get": "list", "post": "create"}),

@@ -58,6 +58,7 @@ NAVIGATION = (
     ("Connected apps", "mcp_server:connected_app_list", "connected_apps", False),
     ("Team", "workspaces:team", "team", False),
     ("Data retention", "retention:retention_settings", "retention", True),
+    ("Audit log", "workspaces:audit_log", "audit_log", True),
 )
 
 

@@ -105,6 +105,16 @@ class Agent(models.Model):
         return self.name
 
 
+class ActorType(models.TextChoices):
+    """Who made a change: a person in the console, an API key, a connected (OAuth) application
+    through its resource token, or the service itself (workers, beat, commands)."""
+
+    USER = "user", "User"
+    API_KEY = "api_key", "API key"
+    OAUTH_APP = "oauth_app", "Connected application"
+    SYSTEM = "system", "System"
+
+
 class AgentRevision(models.Model):
     """One configuration of an Agent, as it was after a change: revision 1 is the creation,
     every update or restore adds the next number. Nothing here is ever updated or deleted."""
@@ -114,10 +124,7 @@ class AgentRevision(models.Model):
         UPDATED = "updated", "Updated"
         RESTORED = "restored", "Restored"
 
-    class ActorType(models.TextChoices):
-        USER = "user", "User"
-        API_KEY = "api_key", "API key"
-        SYSTEM = "system", "System"
+    ActorType = ActorType
 
     id = models.CharField(
         primary_key=True, max_length=40, default=id_factory("agtrev"), editable=False
@@ -286,3 +293,52 @@ class Invitation(models.Model):
         if self.revoked_at is not None:
             return "revoked"
         return "expired" if self.is_expired else "pending"
+
+
+class AuditEvent(models.Model):
+    """One change to a workspace: who (actor), when, from where, what (action and target) and
+    the fields it changed, before and after (docs/audit-log.md). Written by the service that
+    makes the change, in the same transaction; never updated; never holds a secret."""
+
+    id = models.CharField(
+        primary_key=True, max_length=40, default=id_factory("aud"), editable=False
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    # The Agent the change concerns, when it concerns one; a plain id (no foreign key) so the
+    # entry reads the same whatever happens to the Agent later.
+    agent_id = models.CharField(max_length=40, blank=True, default="")
+    # "<target>.<past participle>": "api_key.created", "document.deleted" (docs/audit-log.md).
+    action = models.CharField(max_length=64)
+    # Who, kept as it was then: a renamed key or a deleted user still reads.
+    actor_type = models.CharField(max_length=10, choices=ActorType.choices)
+    actor_id = models.CharField(max_length=254, blank=True, default="")
+    actor_name = models.CharField(max_length=254, blank=True, default="")
+    # The client address of the request (null for the system) and the request's id, which
+    # the request log carries too.
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    request_id = models.CharField(max_length=128, blank=True, default="")
+    target_type = models.CharField(max_length=32)
+    target_id = models.CharField(max_length=254, blank=True, default="")
+    target_name = models.CharField(max_length=254, blank=True, default="")
+    # {"field": {"from": old, "to": new}} for configuration changes; counts and other facts
+    # of the change under plain names. Secrets never: only that they changed.
+    changes = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            # GET /v1/audit_events and the Audit log page: a workspace's entries, newest first
+            # (keyset), and the date range filter on the same range scan.
+            models.Index(fields=["workspace", "-created_at", "-id"], name="audit_ws_created"),
+            # The same, filtered by action ("every key revoked this quarter").
+            models.Index(
+                fields=["workspace", "action", "-created_at", "-id"], name="audit_ws_action"
+            ),
+            # The history of one thing: "everything that happened to this key".
+            models.Index(
+                fields=["workspace", "target_id", "-created_at", "-id"], name="audit_ws_target"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_type}:{self.actor_id}"

@@ -2,7 +2,7 @@
 
 from apps.common.time import iso
 from apps.workspaces.configuration import CONFIGURATION_FIELDS, snapshot
-from apps.workspaces.models import Agent, AgentRevision, ApiKey, Workspace
+from apps.workspaces.models import Agent, AgentRevision, ApiKey, AuditEvent, Workspace
 
 
 def agent_to_dict(agent: Agent) -> dict:
@@ -64,4 +64,49 @@ def api_key_to_dict(key: ApiKey) -> dict:
         "last_used_at": iso(key.last_used_at),
         "expires_at": iso(key.expires_at),
         "revoked_at": iso(key.revoked_at),
+    }
+
+
+def audit_event_to_dict(event: AuditEvent) -> dict:
+    """An audit entry as GET /v1/audit_events and the exports show it."""
+    return {
+        "object": "audit_event",
+        "id": event.pk,
+        "workspace_id": event.workspace_id,
+        "agent_id": event.agent_id or None,
+        "action": event.action,
+        "actor": {
+            "type": event.actor_type,
+            "id": event.actor_id or None,
+            "name": event.actor_name,
+        },
+        "target": {
+            "type": event.target_type,
+            "id": event.target_id or None,
+            "name": event.target_name or None,
+        },
+        "changes": event.changes,
+        "ip": event.ip,
+        "request_id": event.request_id or None,
+        "created_at": iso(event.created_at),
+    }
+
+
+def audit_event_to_row(event: AuditEvent) -> dict:
+    """The same entry flat, one column per field, for the CSV export."""
+    data = audit_event_to_dict(event)
+    return {
+        "id": data["id"],
+        "created_at": data["created_at"],
+        "action": data["action"],
+        "actor_type": event.actor_type,
+        "actor_id": data["actor"]["id"],
+        "actor_name": event.actor_name,
+        "ip": data["ip"],
+        "target_type": event.target_type,
+        "target_id": data["target"]["id"],
+        "target_name": data["target"]["name"],
+        "agent_id": data["agent_id"],
+        "changes": event.changes,
+        "request_id": data["request_id"],
     }

@@ -1,13 +1,19 @@
-"""Reads for workspaces, Agents, their revisions and API keys."""
+"""Reads for workspaces, Agents, their revisions, API keys and the audit log."""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.db.models import CharField, Count, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Now
 
 from apps.common.errors import BadRequest, NotFound
+from apps.workspaces.audit import AUDIT_ACTIONS
 from apps.workspaces.models import (
+    ActorType,
     Agent,
     AgentRevision,
     ApiKey,
+    AuditEvent,
     Invitation,
     Membership,
     Workspace,
@@ -143,3 +149,94 @@ def invitation_list_open(*, workspace_id: str) -> QuerySet[Invitation]:
     return Invitation.objects.filter(
         workspace_id=workspace_id, accepted_at__isnull=True, revoked_at__isnull=True
     ).select_related("created_by")
+
+
+# --- The audit log ---------------------------------------------------------------------------
+
+AUDIT_FILTERS = ("action", "actor_type", "actor_id", "target_id", "agent_id", "since", "until")
+
+
+@dataclass(frozen=True)
+class AuditFilters:
+    """What an audit log query keeps: every field optional; `since` inclusive, `until`
+    exclusive. The API and the console parse their query strings into it alike."""
+
+    action: str = ""  # an action, or a group ("api_key": every api_key.* action)
+    actor_type: str = ""
+    actor_id: str = ""
+    target_id: str = ""
+    agent_id: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self == AuditFilters()
+
+
+def _audit_time(name: str, raw: str, *, end_of_day: bool) -> datetime:
+    """An ISO 8601 date-time with its zone, or a date (a whole UTC day: `until` takes the
+    day in, so "until 2026-03-31" keeps the 31st)."""
+    text = raw.strip()
+    try:
+        if len(text) == 10:
+            day = datetime.fromisoformat(text).replace(tzinfo=UTC)
+            return day + timedelta(days=1) if end_of_day else day
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(
+            f"{name}: give an ISO 8601 date (2026-03-31) or date-time with its zone "
+            f"(2026-03-31T12:00:00Z); got {raw!r}."
+        ) from None
+    if value.tzinfo is None:
+        raise BadRequest(f"{name}: give the time with its zone, such as 2026-03-31T12:00:00Z.")
+    return value.astimezone(UTC)
+
+
+def audit_filters_parse(params) -> AuditFilters:
+    """The filters of a query string (`params.get`); a value that names nothing is a 400."""
+    values = {name: (params.get(name) or "").strip() for name in AUDIT_FILTERS}
+    for name, value in values.items():
+        if len(value) > 254 or "\x00" in value:
+            raise BadRequest(f"{name}: not a value this log holds.")
+    action = values["action"]
+    groups = {name.split(".", 1)[0] for name in AUDIT_ACTIONS}
+    if action and action not in AUDIT_ACTIONS and action not in groups:
+        raise BadRequest(
+            f"action: unknown action {action!r}; give one of the actions in the API "
+            f"reference, or a group such as {', '.join(sorted(groups)[:4])}."
+        )
+    if values["actor_type"] and values["actor_type"] not in ActorType.values:
+        raise BadRequest(f"actor_type: must be one of {', '.join(ActorType.values)}.")
+    since = _audit_time("since", values["since"], end_of_day=False) if values["since"] else None
+    until = _audit_time("until", values["until"], end_of_day=True) if values["until"] else None
+    if since and until and since >= until:
+        raise BadRequest("since: must be before until.")
+    return AuditFilters(
+        action=action,
+        actor_type=values["actor_type"],
+        actor_id=values["actor_id"],
+        target_id=values["target_id"],
+        agent_id=values["agent_id"],
+        since=since,
+        until=until,
+    )
+
+
+def audit_event_list(*, workspace_id: str, filters: AuditFilters) -> QuerySet[AuditEvent]:
+    """A workspace's audit entries that match `filters`; the caller orders (newest first,
+    keyset) and pages them, on the (workspace, created_at, id) index or its action/target
+    siblings."""
+    queryset = AuditEvent.objects.filter(workspace_id=workspace_id)
+    if filters.action in AUDIT_ACTIONS:
+        queryset = queryset.filter(action=filters.action)
+    elif filters.action:
+        queryset = queryset.filter(action__startswith=f"{filters.action}.")
+    for name in ("actor_type", "actor_id", "target_id", "agent_id"):
+        if value := getattr(filters, name):
+            queryset = queryset.filter(**{name: value})
+    if filters.since is not None:
+        queryset = queryset.filter(created_at__gte=filters.since)
+    if filters.until is not None:
+        queryset = queryset.filter(created_at__lt=filters.until)
+    return queryset

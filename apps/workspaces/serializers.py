@@ -14,7 +14,8 @@ from apps.api.serializers import (
     list_envelope,
 )
 from apps.workspaces import configuration as config
-from apps.workspaces.models import Agent, AgentRevision, Membership
+from apps.workspaces.audit import AUDIT_ACTIONS
+from apps.workspaces.models import ActorType, Agent, AgentRevision, Membership
 
 EFFORT_HELP = (
     "How much reasoning the model spends: `low`, `medium` or `high`; null uses the model's "
@@ -221,3 +222,53 @@ class ApiKeyOut(serializers.Serializer):
 
 class ApiKeyCreatedOut(ApiKeyOut):
     secret = serializers.CharField(help_text="The full key. Shown once: store it now.")
+
+
+class AuditActorOut(serializers.Serializer):
+    type = serializers.ChoiceField(
+        choices=ActorType.values,
+        help_text="`user` (a person in the console), `api_key`, `oauth_app` (a connected "
+        "application through its resource token) or `system` (workers, beat, commands).",
+    )
+    id = serializers.CharField(
+        allow_null=True,
+        help_text="The user's email address, the key's id (`key_...`) or the connected "
+        "application's grant key id; null for the system.",
+    )
+    name = serializers.CharField(help_text="The person's, key's or application's name then.")
+
+
+class AuditTargetOut(serializers.Serializer):
+    type = serializers.CharField(
+        help_text="`workspace`, `agent`, `api_key`, `connected_app`, `webhook`, `document`, "
+        "`mcp_server`, `mcp_tool`, `retention_policy` or `member`."
+    )
+    id = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True, help_text="Its name at the time.")
+
+
+class AuditEventOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["audit_event"])
+    id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    agent_id = serializers.CharField(allow_null=True, help_text="The Agent concerned, if one.")
+    action = serializers.ChoiceField(
+        choices=list(AUDIT_ACTIONS), help_text="What happened (docs/audit-log.md)."
+    )
+    actor = AuditActorOut()
+    target = AuditTargetOut()
+    changes = serializers.DictField(
+        help_text='Changed fields as `{"field": {"from": old, "to": new}}`, and facts '
+        "of the change (counts, names). Never a secret: a secret that changed reads "
+        '`{"changed": true}`.'
+    )
+    ip = serializers.IPAddressField(
+        allow_null=True, help_text="The client's address; null for the system."
+    )
+    request_id = serializers.CharField(
+        allow_null=True, help_text="The request's `X-Request-Id`, as in the request log."
+    )
+    created_at = serializers.DateTimeField()
+
+
+AuditEventListOut = list_envelope(AuditEventOut, "AuditEventList")

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from apps.workspaces import agent_pages, pages, team_pages
+from apps.workspaces import agent_pages, audit_pages, pages, team_pages
 
 app_name = "workspaces"
 
@@ -43,4 +43,6 @@ urlpatterns = [
         agent_pages.agent_revision_restore_page,
         name="agent_revision_restore",
     ),
+    path("audit-log/", audit_pages.audit_log, name="audit_log"),
+    path("audit-log/export/", audit_pages.audit_log_export, name="audit_log_export"),
 ]

@@ -118,6 +118,7 @@ def _pages(filled) -> list[str]:
         "/api-keys/",
         "/connected-apps/",
         "/team/",
+        "/audit-log/",
     ]
 
 
@@ -219,6 +220,7 @@ def test_rows_are_cards_with_their_status_and_actions_at_390(console_page, fille
         "/webhooks/",
         "/tools/",
         "/team/",
+        "/audit-log/",
     ):
         assert rows[path] > 0, path
 

@@ -17,11 +17,20 @@ from apps.webhooks.models import (
     Webhook,
     WebhookDelivery,
 )
+from apps.webhooks.services.audit import webhook_audit
 from apps.webhooks.services.dispatch import _enqueue_dispatch
 from apps.webhooks.signing import secret_generate
+from apps.workspaces.audit import audit_diff
 
 SECRET_GRACE = timedelta(hours=24)
 _UNSET = object()
+
+
+AUDITED_FIELDS = ("url", "events", "enabled", "paused_at")
+
+
+def _snapshot(webhook: Webhook) -> dict:
+    return {field: getattr(webhook, field) for field in AUDITED_FIELDS}
 
 
 def _webhook_for_update(agent) -> tuple[Webhook, bool]:
@@ -82,6 +91,7 @@ def webhook_update(*, agent, url=_UNSET, events=_UNSET, enabled=_UNSET, paused=_
     """
     with transaction.atomic():
         webhook, _created = _webhook_for_update(agent)
+        before = _snapshot(webhook)
         now = timezone.now()
         changed: list[str] = []
         if url is not _UNSET and not _is_unchanged_url(url, webhook.url):
@@ -107,6 +117,9 @@ def webhook_update(*, agent, url=_UNSET, events=_UNSET, enabled=_UNSET, paused=_
                 changed += ["paused_at", "consecutive_failures"]
         webhook.updated_at = now
         webhook.save(update_fields=[*changed, "updated_at"])
+        diff = audit_diff(before, _snapshot(webhook))
+        if diff:
+            webhook_audit(webhook, "webhook.updated", diff)
         if webhook.is_active:
             _resume_paused(webhook, now=now)
     return webhook
@@ -134,6 +147,11 @@ def webhook_secret_rotate(*, agent) -> tuple[Webhook, str]:
             changed = ["previous_secret", "previous_secret_expires_at", "secret"]
         webhook.updated_at = now
         webhook.save(update_fields=[*changed, "updated_at"])
+        webhook_audit(
+            webhook,
+            "webhook.secret_rotated",
+            {"previous_valid_until": None if created else webhook.previous_secret_expires_at},
+        )
     return webhook, webhook.secret
 
 
@@ -141,4 +159,5 @@ def webhook_secret_reveal(*, agent) -> str:
     """The current secret, for an owner in the console (created on first use)."""
     with transaction.atomic():
         webhook, _created = _webhook_for_update(agent)
+        webhook_audit(webhook, "webhook.secret_revealed")
     return webhook.secret

@@ -40,7 +40,9 @@ from apps.webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from apps.webhooks.services.audit import webhook_audit
 from apps.webhooks.signing import signed_headers
+from apps.workspaces.audit import SYSTEM_ACTOR
 
 logger = logging.getLogger(__name__)
 
@@ -375,6 +377,16 @@ def _next_state(
     if webhook.paused_at is None and webhook.consecutive_failures >= pause_after_failures():
         webhook.paused_at = now
         fields.append("paused_at")
+        # The service pauses it, whoever's send failed last (a manual retry included).
+        webhook_audit(
+            webhook,
+            "webhook.paused",
+            {
+                "paused_at": {"from": None, "to": now},
+                "consecutive_failures": webhook.consecutive_failures,
+            },
+            actor=SYSTEM_ACTOR,
+        )
         logger.warning(
             "webhook %s paused after %s failed deliveries", webhook.pk, webhook.consecutive_failures
         )

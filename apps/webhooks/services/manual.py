@@ -22,6 +22,7 @@ from apps.webhooks.models import (
     Webhook,
     WebhookDelivery,
 )
+from apps.webhooks.services.audit import webhook_audit
 from apps.webhooks.services.dispatch import _attempt, _enqueue_dispatch, _mark_sending
 from apps.webhooks.services.outbox import event_body
 
@@ -42,6 +43,11 @@ def delivery_retry(*, agent, delivery_id: str) -> WebhookDelivery:
         if not delivery.webhook.url:
             raise Conflict("The webhook has no URL to send to; set one first.")
         claim = _mark_sending(delivery, kind=ClaimKind.MANUAL, now=timezone.now())
+        webhook_audit(
+            delivery.webhook,
+            "webhook.delivery_retried",
+            {"delivery_id": delivery.pk, "event_type": delivery.event_type},
+        )
     _attempt(claim)
     from apps.webhooks.selectors import delivery_get
 
@@ -63,7 +69,10 @@ def deliveries_recover(*, agent, since: datetime, now: datetime | None = None) -
     webhook = webhook_get(agent=agent)
     if webhook is None or not webhook.url:
         raise Conflict("The webhook has no URL to send to; set one first.")
-    return _requeue(delivery_recoverable(agent=agent, since=since), webhook=webhook, now=now)
+    with transaction.atomic():
+        count = _requeue(delivery_recoverable(agent=agent, since=since), webhook=webhook, now=now)
+        webhook_audit(webhook, "webhook.deliveries_recovered", {"since": since, "count": count})
+    return count
 
 
 def _requeue(deliveries, *, webhook, now: datetime) -> int:
@@ -97,7 +106,15 @@ def deliveries_retry(*, agent, delivery_ids: list[str], now: datetime | None = N
     if webhook is None or not webhook.url:
         raise Conflict("The webhook has no URL to send to; set one first.")
     chosen = WebhookDelivery.objects.filter(agent=agent, pk__in=delivery_ids, status__in=RETRYABLE)
-    return _requeue(chosen, webhook=webhook, now=now or timezone.now())
+    with transaction.atomic():
+        count = _requeue(chosen, webhook=webhook, now=now or timezone.now())
+        if count:
+            webhook_audit(
+                webhook,
+                "webhook.deliveries_retried",
+                {"delivery_ids": delivery_ids, "count": count},
+            )
+    return count
 
 
 def _sample_run(*, agent, status: str, now: datetime) -> dict:
@@ -162,6 +179,9 @@ def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelive
             updated_at=now,
         )
         claim = _mark_sending(delivery, kind=ClaimKind.MANUAL, now=now)
+        webhook_audit(
+            webhook, "webhook.test_sent", {"delivery_id": delivery.pk, "event_type": event_type}
+        )
     _attempt(claim)
     from apps.webhooks.selectors import delivery_get
 

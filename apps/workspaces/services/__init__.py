@@ -10,11 +10,8 @@
 Callers import from `apps.workspaces.services`; the names below are the package's public face.
 """
 
+from apps.workspaces.audit import SYSTEM_ACTOR, Actor, actor_for_key, actor_for_user
 from apps.workspaces.services.agents import (
-    SYSTEM_ACTOR,
-    Actor,
-    actor_for_key,
-    actor_for_user,
     agent_archive,
     agent_create,
     agent_restore,

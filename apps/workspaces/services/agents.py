@@ -1,39 +1,13 @@
 """Writes for Agents: configuration with revisions, archive and restore."""
 
-from dataclasses import dataclass
-
 from django.db import transaction
 from django.utils import timezone
 
 from apps.common.errors import Conflict, NotFound
 from apps.workspaces import configuration
+from apps.workspaces.audit import SYSTEM_ACTOR, Actor, audit_diff, audit_record
 from apps.workspaces.models import Agent, AgentRevision, ApiKey, Workspace
 from apps.workspaces.services.key_cache import bury_agent_keys
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who changed an Agent, as written into its revision history."""
-
-    type: str
-    id: str | None
-    name: str
-
-
-SYSTEM_ACTOR = Actor(type=AgentRevision.ActorType.SYSTEM, id=None, name="System")
-
-
-def actor_for_user(user) -> Actor:
-    # Users sign in with their email address: it is their stable, readable identity.
-    return Actor(
-        type=AgentRevision.ActorType.USER,
-        id=user.email or user.get_username(),
-        name=user.get_full_name() or user.email or user.get_username(),
-    )
-
-
-def actor_for_key(key: ApiKey) -> Actor:
-    return Actor(type=AgentRevision.ActorType.API_KEY, id=key.pk, name=key.name)
 
 
 def _write_revision(
@@ -89,7 +63,21 @@ def agent_create(
             changed=list(configuration.CONFIGURATION_FIELDS),
             actor=actor,
         )
+        _audit(agent, "agent.created", audit_diff({}, configuration.snapshot(agent)), actor=actor)
     return agent
+
+
+def _audit(agent: Agent, action: str, changes: dict | None = None, **kwargs) -> None:
+    audit_record(
+        workspace_id=agent.workspace_id,
+        agent_id=agent.pk,
+        action=action,
+        target_type="agent",
+        target_id=agent.pk,
+        target_name=agent.name,
+        changes=changes,
+        **kwargs,
+    )
 
 
 def _agent_for_update(*, workspace_id: str, agent_id: str) -> Agent:
@@ -105,7 +93,8 @@ def _apply_configuration(
     """Move a locked, active Agent to `target` and record the revision; no change, no revision."""
     if agent.status != Agent.Status.ACTIVE:
         raise Conflict("The Agent is archived; restore it before changing its configuration.")
-    changed = configuration.changed_fields(configuration.snapshot(agent), target)
+    before = configuration.snapshot(agent)
+    changed = configuration.changed_fields(before, target)
     if not changed:
         return agent
     for field in changed:
@@ -116,6 +105,11 @@ def _apply_configuration(
     _write_revision(
         agent=agent, kind=kind, changed=changed, actor=actor, restored_from=restored_from
     )
+    diff: dict = audit_diff(before, target, changed)
+    if restored_from is not None:
+        diff["restored_revision"] = restored_from
+    action = "agent.revision_restored" if kind == AgentRevision.Kind.RESTORED else "agent.updated"
+    _audit(agent, action, {**diff, "revision": agent.revision}, actor=actor)
     return agent
 
 
@@ -192,6 +186,7 @@ def agent_archive(*, workspace_id: str, agent_id: str, acting_key: ApiKey | None
         # save() (not update()) so the post_save hook drops the Agent's keys from the cache.
         agent.save(update_fields=["status", "archived_at", "updated_at"])
         bury_agent_keys(agent)
+        _audit(agent, "agent.archived", {"status": {"from": "active", "to": "archived"}})
     return agent
 
 
@@ -205,4 +200,5 @@ def agent_restore(*, workspace_id: str, agent_id: str) -> Agent:
         agent.archived_at = None
         agent.updated_at = timezone.now()
         agent.save(update_fields=["status", "archived_at", "updated_at"])
+        _audit(agent, "agent.restored", {"status": {"from": "archived", "to": "active"}})
     return agent

@@ -8,12 +8,14 @@ import secrets
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from apps.api.scopes import OWNER_SCOPES, parse_scopes
 from apps.api.throttling import CountedRequest
 from apps.common.errors import BadRequest, Conflict, InsufficientScope, NotFound, Unauthorized
 from apps.common.time import iso
+from apps.workspaces.audit import audit_record
 from apps.workspaces.models import Agent, ApiKey
 from apps.workspaces.selectors import is_workspace_owner
 from apps.workspaces.services.key_cache import (
@@ -55,18 +57,43 @@ def api_key_create(
         raise BadRequest("expires_at: must be in the future.")
     lookup_id = secrets.token_hex(LOOKUP_ID_LENGTH // 2)
     secret = secrets.token_urlsafe(32)
-    key = ApiKey.objects.create(
-        agent=agent,
-        name=name,
-        lookup_id=lookup_id,
-        secret_hash=_hash_secret(secret),
-        scopes=scope_list,
-        created_by=created_by,
-        expires_at=expires_at,
-        parent=parent,
-        kind=kind,
-    )
+    with transaction.atomic():
+        key = ApiKey.objects.create(
+            agent=agent,
+            name=name,
+            lookup_id=lookup_id,
+            secret_hash=_hash_secret(secret),
+            scopes=scope_list,
+            created_by=created_by,
+            expires_at=expires_at,
+            parent=parent,
+            kind=kind,
+        )
+        # A connected application's grant key is recorded as the connection it stands for.
+        if kind == ApiKey.Kind.KEY:
+            _audit(
+                key,
+                "api_key.created",
+                {
+                    "prefix": key.prefix,
+                    "scopes": scope_list,
+                    "expires_at": expires_at,
+                    "created_by_key": parent.pk if parent is not None else None,
+                },
+            )
     return key, f"{settings.API_KEY_PREFIX}_{lookup_id}{secret}"
+
+
+def _audit(key: ApiKey, action: str, changes: dict) -> None:
+    audit_record(
+        workspace_id=key.agent.workspace_id,
+        agent_id=key.agent_id,
+        action=action,
+        target_type="api_key",
+        target_id=key.pk,
+        target_name=key.name,
+        changes=changes,
+    )
 
 
 def api_key_grant_check(*, workspace_id: str, user, scopes: list[str]) -> None:
@@ -179,7 +206,7 @@ def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
         )
     if key.revoked_at is not None:
         raise Conflict("This API key is already revoked.")
-    api_key_revoke_now(key)
+    api_key_revoke_now(key, then=lambda: _audit(key, "api_key.revoked", {"prefix": key.prefix}))
     return key
 
 
