@@ -73,6 +73,7 @@ AUDIT_ACTIONS: dict[str, str] = {
     "member.invited": "A person was invited to the workspace",
     "member.invitation_revoked": "An invitation was withdrawn",
     "member.role_changed": "A member's role changed (owner or member)",
+    "member.ownership_transferred": "An owner handed the workspace to a member (roles swapped)",
     "member.removed": "A person was removed from the workspace",
     "agent.created": "An Agent was created",
     "agent.updated": "An Agent's configuration changed (a new revision)",

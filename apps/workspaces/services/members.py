@@ -33,6 +33,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.common.errors import BadRequest, Conflict, InsufficientScope, NotFound
+from apps.workspaces.audit import actor_for_user, audit_diff, audit_record
 from apps.workspaces.events import MemberRemoved, announce_member_removed
 from apps.workspaces.models import ApiKey, Invitation, Membership, Workspace
 from apps.workspaces.services.key_cache import api_key_revoke_now
@@ -147,6 +148,7 @@ def invitation_create(
             created_at=now,
             expires_at=now + timedelta(days=settings.TEAM_INVITATION_DAYS),
         )
+        _audit_invitation(invitation, "member.invited", changes={"role": role})
     link = site_url.rstrip("/") + reverse("workspaces:invitation_accept", args=[token])
     sent, error = (
         _send_invitation(invitation, link=link, by_user=by_user) if email else (False, None)
@@ -189,13 +191,38 @@ def invitation_revoke(*, workspace: Workspace, invitation_id: str, by_user) -> I
     invitation = Invitation.objects.filter(workspace=workspace, pk=invitation_id).first()
     if invitation is None:
         raise NotFound("No such invitation.")
-    revoked = Invitation.objects.filter(
-        pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True
-    ).update(revoked_at=timezone.now())
-    invitation.refresh_from_db()
-    if not revoked:
-        raise Conflict(f"This invitation was already {invitation.status}.")
+    with transaction.atomic():
+        revoked = Invitation.objects.filter(
+            pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True
+        ).update(revoked_at=timezone.now())
+        invitation.refresh_from_db()
+        if not revoked:
+            raise Conflict(f"This invitation was already {invitation.status}.")
+        _audit_invitation(invitation, "member.invitation_revoked")
     return invitation
+
+
+def _audit_invitation(invitation: Invitation, action: str, **extra) -> None:
+    # The address (or "link"), never the link itself: whoever holds it may join.
+    audit_record(
+        workspace_id=invitation.workspace_id,
+        action=action,
+        target_type="invitation",
+        target_id=invitation.pk,
+        target_name=invitation.email or "link invitation",
+        **extra,
+    )
+
+
+def _audit_member(membership: Membership, action: str, **extra) -> None:
+    audit_record(
+        workspace_id=membership.workspace_id,
+        action=action,
+        target_type="member",
+        target_id=str(membership.user.email or membership.user.get_username()),
+        target_name=_display(membership.user),
+        **extra,
+    )
 
 
 def invitation_check(invitation: Invitation | None) -> Invitation:
@@ -247,6 +274,13 @@ def invitation_accept(*, token: str, user) -> Membership:
         invitation.accepted_at = timezone.now()
         invitation.accepted_by = user
         invitation.save(update_fields=["accepted_at", "accepted_by"])
+        # The person who joins acts (signed in, or just signed up: not yet the request's user).
+        _audit_member(
+            membership,
+            "member.added",
+            changes={"role": membership.role, "invitation": invitation.pk},
+            actor=actor_for_user(user),
+        )
     return membership
 
 
@@ -296,8 +330,12 @@ def member_role_change(*, workspace: Workspace, membership_id, role: str, by_use
             raise Conflict(f"{_display(membership.user)} is already {_a(role)}.")
         if role == Membership.Role.MEMBER:
             _other_owner_check(membership, doing="demoting")
+        before = membership.role
         membership.role = role
         membership.save(update_fields=["role"])
+        _audit_member(
+            membership, "member.role_changed", changes=audit_diff({"role": before}, {"role": role})
+        )
     return membership
 
 
@@ -339,6 +377,16 @@ def member_remove(*, workspace: Workspace, membership_id, by_user) -> MemberRemo
             .filter(created_by_id=user.pk)
             .update(revoked_at=timezone.now())
         )
+        _audit_member(
+            membership,
+            "member.removed",
+            changes={
+                "left": leaving,
+                "role": membership.role,
+                "keys_revoked": len(keys),
+                "invitations_revoked": invitations,
+            },
+        )
         membership.delete()
         announce_member_removed(
             MemberRemoved(
@@ -370,5 +418,10 @@ def ownership_transfer(*, workspace: Workspace, membership_id, by_user) -> Membe
         target.save(update_fields=["role"])
         Membership.objects.filter(workspace=workspace, user_id=by_user.pk).update(
             role=Membership.Role.MEMBER
+        )
+        _audit_member(
+            target,
+            "member.ownership_transferred",
+            changes={"from": _display(by_user), "to": _display(target.user)},
         )
     return target
