@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 # covers the team: it is managed in the console).
 OWNER_REQUIRED = "workspace:owner"
 ROLES = tuple(Membership.Role.values)
+MAX_EMAIL_LENGTH = 254  # Invitation.email
+MAX_SIGN_IN_NAME_LENGTH = 150  # a user's username, which is their address
 
 
 def _hash_token(token: str) -> str:
@@ -126,6 +128,8 @@ def invitation_create(
             validate_email(email)
         except ValidationError:
             raise BadRequest("email: enter a valid e-mail address, or leave it empty.") from None
+        if len(email) > MAX_EMAIL_LENGTH:
+            raise BadRequest(f"email: at most {MAX_EMAIL_LENGTH} characters.")
     with transaction.atomic():
         _lock_workspace(workspace)
         _owner_check(workspace=workspace, by_user=by_user)
@@ -265,6 +269,11 @@ def invitation_accept_with_new_account(
             validate_email(email)
         except ValidationError:
             raise BadRequest("email: enter a valid e-mail address.") from None
+        if len(email) > MAX_SIGN_IN_NAME_LENGTH:
+            # The address is the account's sign-in name (Django's username, 150 at most).
+            raise BadRequest(
+                f"email: an address of at most {MAX_SIGN_IN_NAME_LENGTH} characters, please."
+            )
         if not name or len(name) > 150:
             raise BadRequest("name: enter your name (up to 150 characters).")
         users = get_user_model().objects
