@@ -381,3 +381,37 @@ def ownership_transfer(*, workspace: Workspace, membership_id, by_user) -> Membe
             role=Membership.Role.MEMBER
         )
     return target
+
+
+@dataclass(frozen=True)
+class PersonOffboarding:
+    workspaces_left: int
+    keys_revoked: int
+    # Workspaces the person still owns alone: they stay, and the account stays active.
+    refused: list[str]
+    deactivated: bool
+
+
+def person_offboard(*, user) -> PersonOffboarding:
+    """An operator's "this person is gone": removed from every workspace (each removal as
+    `member_remove` does it), then the account deactivated, which ends all their sessions. A
+    workspace they are the last owner of is left as it is and named, and the account stays
+    active until an owner is found for it."""
+    left = keys = 0
+    refused = []
+    for membership in Membership.objects.filter(user=user).select_related("workspace"):
+        try:
+            removal = member_remove(
+                workspace=membership.workspace, membership_id=membership.pk, by_user=None
+            )
+        except Conflict:
+            refused.append(membership.workspace.name)
+            continue
+        left += 1
+        keys += removal.keys_revoked
+    if not refused and user.is_active:
+        user.is_active = False
+        user.save(update_fields=["is_active"])
+    return PersonOffboarding(
+        workspaces_left=left, keys_revoked=keys, refused=refused, deactivated=not refused
+    )
