@@ -20,6 +20,7 @@ from apps.workspaces.services import (
     invitation_revoke,
     member_remove,
     member_role_change,
+    person_offboard,
 )
 
 
@@ -246,8 +247,27 @@ User = get_user_model()
 
 class PersonAdmin(UserAdmin):
     """Django's user admin, without deleting: a deleted person's keys would keep working (their
-    creator becomes empty). Remove them from their workspaces instead (Memberships), then
-    deactivate the account, which ends their sessions."""
+    creator becomes empty). "Offboard" removes them from every workspace (revoking their keys)
+    and deactivates the account, which ends their sessions."""
+
+    actions = ("offboard",)
+
+    @admin.action(description="Offboard: remove from every workspace, revoke keys, deactivate")
+    def offboard(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for person in queryset:
+            done = person_offboard(user=person)
+            text = (
+                f"{person}: left {done.workspaces_left} workspace(s), "
+                f"{done.keys_revoked} key(s) revoked"
+            )
+            if done.refused:
+                messages.warning(
+                    request,
+                    f"{text}; still the last owner of {', '.join(done.refused)}, so the "
+                    "account stays active. Make someone else an owner there first.",
+                )
+            else:
+                messages.success(request, f"{text}, account deactivated.")
 
     list_display = (
         "email",

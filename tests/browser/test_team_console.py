@@ -17,6 +17,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
+def page(browser):
+    """The shared `page`, with room for a cold first page load on a loaded machine (the live
+    server's first request imports and compiles what the rest reuse)."""
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    context.set_default_timeout(15_000)
+    context.set_default_navigation_timeout(60_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
 def second_page(browser, live_server):
     """Another person's browser: its own cookies."""
     context = browser.new_context(viewport={"width": 1360, "height": 900})

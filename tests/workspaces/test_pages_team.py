@@ -230,3 +230,25 @@ def test_removal_refused_by_the_key_cache_says_so_and_changes_nothing(
     assert "could not be cleared" in html and "Removed Mo Member" not in html
     assert Membership.objects.filter(pk=membership.pk).exists()
     assert ApiKey.objects.get(pk=key.pk).revoked_at is None
+
+
+def test_admin_offboards_a_person_except_where_they_are_the_last_owner(
+    staff_client, owner, member, agent
+):
+    key, raw = api_key_factory(agent=agent, scopes=["runs:read"], created_by=member)
+    session = console_client(member, agent)
+    html = staff_client.post(
+        "/admin/auth/user/", {"action": "offboard", "_selected_action": [member.pk]}, follow=True
+    ).content.decode()
+    assert "left 1 workspace(s), 1 key(s) revoked, account deactivated" in html
+    member.refresh_from_db()
+    assert not member.is_active and not Membership.objects.filter(user=member).exists()
+    assert ApiClient(raw).get("/v1/connection").status == 401
+    assert session.get("/runs/").status_code == 302  # signed out: to the sign-in page
+
+    html = staff_client.post(
+        "/admin/auth/user/", {"action": "offboard", "_selected_action": [owner.pk]}, follow=True
+    ).content.decode()
+    assert "still the last owner of Acme" in html
+    owner.refresh_from_db()
+    assert owner.is_active and Membership.objects.filter(user=owner, role="owner").exists()

@@ -153,6 +153,8 @@ def test_inviting_a_member_or_a_bad_address_is_refused(workspace, owner, member)
         _invite(workspace, owner, email="not an address")
     with pytest.raises(BadRequest, match="role"):
         _invite(workspace, owner, role="admin")
+    with pytest.raises(BadRequest, match="at most 254"):
+        _invite(workspace, owner, email="a" * 60 + "@" + ".".join(["b" * 60] * 4) + ".com")
     assert not Invitation.objects.exists()
 
 
@@ -198,6 +200,7 @@ def test_a_new_account_for_an_email_invitation_takes_its_address(workspace, owne
         ("fresh@example.com", "Common", "password123", "password"),
         ("fresh@example.com", "", "a long enough pass 42", "name"),
         ("nope", "Bad", "a long enough pass 42", "email"),
+        ("x" * 140 + "@example.com", "Long", "a long enough pass 42", "at most 150"),
     ],
 )
 def test_a_refused_new_account_creates_nothing(workspace, owner, email, name, password, error):

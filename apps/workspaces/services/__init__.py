@@ -46,6 +46,7 @@ from apps.workspaces.services.members import (
     member_remove,
     member_role_change,
     ownership_transfer,
+    person_offboard,
 )
 from apps.workspaces.services.workspaces import workspace_create
 
@@ -61,6 +62,7 @@ __all__ = [
     "member_remove",
     "member_role_change",
     "ownership_transfer",
+    "person_offboard",
     "SYSTEM_ACTOR",
     "Actor",
     "actor_for_key",

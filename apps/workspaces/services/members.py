@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 # covers the team: it is managed in the console).
 OWNER_REQUIRED = "workspace:owner"
 ROLES = tuple(Membership.Role.values)
+MAX_EMAIL_LENGTH = 254  # Invitation.email
+MAX_SIGN_IN_NAME_LENGTH = 150  # a user's username, which is their address
 
 
 def _hash_token(token: str) -> str:
@@ -127,6 +129,8 @@ def invitation_create(
             validate_email(email)
         except ValidationError:
             raise BadRequest("email: enter a valid e-mail address, or leave it empty.") from None
+        if len(email) > MAX_EMAIL_LENGTH:
+            raise BadRequest(f"email: at most {MAX_EMAIL_LENGTH} characters.")
     with transaction.atomic():
         _lock_workspace(workspace)
         _owner_check(workspace=workspace, by_user=by_user)
@@ -299,6 +303,11 @@ def invitation_accept_with_new_account(
             validate_email(email)
         except ValidationError:
             raise BadRequest("email: enter a valid e-mail address.") from None
+        if len(email) > MAX_SIGN_IN_NAME_LENGTH:
+            # The address is the account's sign-in name (Django's username, 150 at most).
+            raise BadRequest(
+                f"email: an address of at most {MAX_SIGN_IN_NAME_LENGTH} characters, please."
+            )
         if not name or len(name) > 150:
             raise BadRequest("name: enter your name (up to 150 characters).")
         users = get_user_model().objects
@@ -425,3 +434,37 @@ def ownership_transfer(*, workspace: Workspace, membership_id, by_user) -> Membe
             changes={"from": _display(by_user), "to": _display(target.user)},
         )
     return target
+
+
+@dataclass(frozen=True)
+class PersonOffboarding:
+    workspaces_left: int
+    keys_revoked: int
+    # Workspaces the person still owns alone: they stay, and the account stays active.
+    refused: list[str]
+    deactivated: bool
+
+
+def person_offboard(*, user) -> PersonOffboarding:
+    """An operator's "this person is gone": removed from every workspace (each removal as
+    `member_remove` does it), then the account deactivated, which ends all their sessions. A
+    workspace they are the last owner of is left as it is and named, and the account stays
+    active until an owner is found for it."""
+    left = keys = 0
+    refused = []
+    for membership in Membership.objects.filter(user=user).select_related("workspace"):
+        try:
+            removal = member_remove(
+                workspace=membership.workspace, membership_id=membership.pk, by_user=None
+            )
+        except Conflict:
+            refused.append(membership.workspace.name)
+            continue
+        left += 1
+        keys += removal.keys_revoked
+    if not refused and user.is_active:
+        user.is_active = False
+        user.save(update_fields=["is_active"])
+    return PersonOffboarding(
+        workspaces_left=left, keys_revoked=keys, refused=refused, deactivated=not refused
+    )
