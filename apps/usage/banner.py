@@ -18,7 +18,7 @@ from datetime import date
 from decimal import Decimal
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from apps.usage.events import ThresholdAnnounced
@@ -64,7 +64,11 @@ def credit_banner(*, workspace: Workspace) -> CreditBanner | None:
         logger.warning("credit banner: cache read failed", exc_info=True)
         used = None
     if used is None:
-        used = month_credits(workspace_id=workspace.pk, month=month)
+        try:
+            used = month_credits(workspace_id=workspace.pk, month=month)
+        except DatabaseError:  # the page (perhaps the error page of that outage) still renders
+            logger.warning("credit banner: the month's credits could not be read", exc_info=True)
+            return None
         try:
             cache.set(key, used, CACHE_SECONDS)
         except Exception:

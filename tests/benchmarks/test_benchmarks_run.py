@@ -47,6 +47,7 @@ SCRIPTS: dict[str, list[str]] = {
     "console_lists.py": ["--runs", "300", "--users", "40", "--documents", "40",
                          "--deliveries", "40", "--requests", "1"],
     "credential_verification.py": ["--rounds", "10"],
+    "dashboards.py": ["--runs", "300", "--users", "20", "--repeat", "1"],
     "extraction.py": ["--repeat", "1"],  # --corpus added below
     # The service as production starts it, and one drill: the worker and Redis drills wait
     # for recovery, minutes on a loaded machine (tests/knowledge/test_recovery_timing.py
@@ -144,6 +145,7 @@ def test_script_runs_at_a_tiny_size(
         "DATABASE_URL": bench_database,
         "BENCH_DATABASE_URL": bench_database,
         "BENCH_USAGE_DATABASE_URL": bench_database,
+        "BENCH_DASH_DATABASE_URL": bench_database,
         "PROFILE_DATABASE_URL": bench_database,
         "DRILL_DATABASE_URL": bench_database,
         "MEMORY_DATABASE_URL": bench_database,
