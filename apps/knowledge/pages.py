@@ -352,7 +352,7 @@ def document_search_within(request: ConsoleRequest, document_id: str) -> HttpRes
     context["document"] = document
     if request.htmx:
         return render(request, f"{DETAIL_TEMPLATE}#search-results", context)
-    return document_detail_page(request, document, search=context)
+    return _document_page(request, document, retrieval=context)
 
 
 @require_GET
@@ -371,11 +371,13 @@ def document_detail(request: ConsoleRequest, document_id: str) -> HttpResponse:
             response.status_code = HttpResponseStopPolling.status_code
             response["HX-Refresh"] = "true"
         return response
-    return document_detail_page(request, document)
+    return _document_page(request, document)
 
 
-def document_detail_page(request: ConsoleRequest, document, *, search: dict | None = None):
-    """The whole document page; `search`: the retrieval test's values when it was asked."""
+def _document_page(
+    request: ConsoleRequest, document: KnowledgeDocument, *, retrieval: dict | None = None
+) -> HttpResponse:
+    """The whole document page; `retrieval`: the search box's values and hits when asked."""
     try:
         version = selectors.document_content(agent=request.agent, document_id=document.pk)
     except ServiceError:
@@ -384,7 +386,10 @@ def document_detail_page(request: ConsoleRequest, document, *, search: dict | No
         request,
         DETAIL_TEMPLATE,
         {
-            **(search or {"min_score": DEFAULT_MIN_SCORE, "default_min_score": DEFAULT_MIN_SCORE}),
+            **(
+                retrieval
+                or {"min_score": DEFAULT_MIN_SCORE, "default_min_score": DEFAULT_MIN_SCORE}
+            ),
             "section": "knowledge",
             "document": document,
             "version": version,
