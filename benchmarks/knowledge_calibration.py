@@ -122,12 +122,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.files.uploadedfile import SimpleUploadedFile
-
-    # Ingestion runs in this process and records its metrics in the multiprocess folder, which
-    # a worker or the web process would have made (apps/operations/signals.py): make it here.
-    settings.PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
     from django.core.management import call_command
 
     from apps.common.errors import ServiceError
