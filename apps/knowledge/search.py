@@ -688,15 +688,19 @@ def _load_vectors(*, agent_id: str, stamp: tuple) -> AgentVectors:
 
 # --- the returned rows -----------------------------------------------------------------------
 
+# The rows are found by primary key first (a materialised CTE), then checked: left to itself,
+# the planner may AND the key lookup with the Agent's entries of the (agent_id, search_vector)
+# index, which costs a second for an Agent of a million chunks whose statistics lag a bulk load.
 _POSTGRES_HITS_SQL = """
+WITH picked AS MATERIALIZED (SELECT * FROM knowledge_chunk WHERE id = ANY(%(ids)s))
 SELECT c.id, c.document_id, d.name, c.heading_path, c.position, NULL,
        c.text, c.index_text IS NOT NULL,
        ARRAY(SELECT unnest(tsvector_to_array(c.search_vector))
              INTERSECT SELECT unnest(%(terms)s::text[])),
        NULL, c.embedding, c.embedding_model
-FROM knowledge_chunk c
+FROM picked c
 JOIN knowledge_document d ON d.id = c.document_id
-WHERE c.id = ANY(%(ids)s) AND c.agent_id = %(agent_id)s AND c.is_searchable
+WHERE c.agent_id = %(agent_id)s AND c.is_searchable
 """
 _SQLITE_HITS_SQL = """
 SELECT c.id, c.document_id, d.name, c.heading_path, c.position, NULL, c.text,
