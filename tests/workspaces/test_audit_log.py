@@ -141,6 +141,7 @@ def test_outside_a_request_the_actor_is_the_system(agent):
         assert (entry.actor_type, entry.actor_id, entry.ip) == ("system", "", None)
 
 
+@pytest.mark.smoke
 def test_a_change_that_fails_leaves_no_entry(agent, api):
     # The entry is written in the change's transaction: when the change rolls back, so does it.
     with pytest.raises(RuntimeError), transaction.atomic():
@@ -250,6 +251,7 @@ def test_audit_entries_past_their_period_are_deleted_and_counted(agent, workspac
 # --- GET /v1/audit_events --------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_the_list_is_the_workspaces_entries_newest_first_with_exact_fields(
     audit_api, agent, other_agent
 ):
@@ -366,6 +368,7 @@ def test_every_recorded_action_is_documented():
 # --- The console's Audit log page ------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_the_page_shows_who_did_what_and_is_for_owners_only(owner_client, member_client, agent):
     owner_client.post("/agents/new/", {"name": "Paged"}, REMOTE_ADDR="192.0.2.7")
     page = owner_client.get("/audit-log/")
