@@ -41,11 +41,13 @@ RefreshStatus = KnowledgeDocument.RefreshStatus
 SourceType = KnowledgeDocument.SourceType
 
 
-def _audit(document: KnowledgeDocument, action: str, changes: dict | None = None) -> None:
+def _audit(
+    agent: Agent, document: KnowledgeDocument, action: str, changes: dict | None = None
+) -> None:
     """One audit entry about `document` (apps.workspaces.audit), in the caller's transaction."""
     audit_record(
-        workspace_id=document.agent.workspace_id,
-        agent_id=document.agent_id,
+        workspace_id=agent.workspace_id,
+        agent_id=agent.pk,
         action=action,
         target_type="document",
         target_id=document.pk,
@@ -171,6 +173,7 @@ def document_create_from_upload(
         with transaction.atomic():
             document.save(force_insert=True)
             _audit(
+                agent,
                 document,
                 "document.created",
                 {
@@ -237,6 +240,7 @@ def document_create_from_url(
                 queued_at=timezone.now(),
             )
             _audit(
+                agent,
                 document,
                 "document.created",
                 {
@@ -293,7 +297,7 @@ def document_update(
             [field for field in ("name", "is_enabled") if field in changes],
         )
         if diff:
-            _audit(document, _update_action(diff), diff)
+            _audit(agent, document, _update_action(diff), diff)
         version_id, status = locked
         if is_enabled is not None and version_id is not None:
             KnowledgeChunk.objects.filter(document_id=document.pk, version_id=version_id).update(
@@ -327,6 +331,7 @@ def document_delete(*, agent: Agent, document_id: str) -> None:
             return
         unindex_chunks(document_ids=[document.pk])
         _audit(
+            agent,
             document,
             "document.deleted",
             {
@@ -382,7 +387,7 @@ def document_refresh_request(*, agent: Agent, document_id: str) -> KnowledgeDocu
             )
         )
         if started:
-            _audit(document, "document.refresh_requested")
+            _audit(agent, document, "document.refresh_requested")
             enqueue_after_commit("refresh", document.pk)
     document = document_get(agent=agent, document_id=document_id)
     if not started and document.status == Status.PROCESSING:
@@ -410,7 +415,7 @@ def document_retry(*, agent: Agent, document_id: str) -> KnowledgeDocument:
             updated_at=now,
         )
         if retried:
-            _audit(document, "document.retried")
+            _audit(agent, document, "document.retried")
             enqueue_after_commit("ingest", document.pk)
     if not retried:
         raise Conflict("Only a failed document can be retried.")
@@ -436,6 +441,7 @@ def document_schedule(
         )
         if before != interval:
             _audit(
+                agent,
                 document,
                 "document.schedule_changed",
                 {"refresh_interval_hours": {"from": before, "to": interval}},

@@ -1,10 +1,10 @@
-"""What retention announces: the hook for the audit log (issue 27, item 3).
+"""What retention announces.
 
 `activity_purged` is sent once per workspace and run of the retention task that deleted
 something, with `workspace_id`, `before` (the cut-off) and `counts` ({"conversations",
-"messages", "runs"}). The audit log records "retention deleted N ..."
-entries by subscribing to it in its AppConfig.ready(), as webhooks listens to
-apps.activity.events; nothing here needs to know it exists.
+"messages", "runs"}), for whoever wants to know (metrics, say). The audit log needs no
+listener: the audit log sits on the workspaces floor below this app, so `retention_apply`
+writes its `retention.activity_purged` entry itself (docs/audit-log.md).
 """
 
 from django.dispatch import Signal

@@ -17,7 +17,6 @@ of any field whose name says it holds one (`SECRET_WORDS`) by "[redacted]" all t
 from __future__ import annotations
 
 import ipaddress
-import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,13 +26,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
 from apps.common.time import iso
 from apps.workspaces.models import ActorType, ApiKey, AuditEvent
-
-logger = logging.getLogger("apps.audit")
 
 
 @dataclass(frozen=True)
@@ -260,7 +256,7 @@ def audit_record(
         raise ValueError(f"Unknown audit action {action!r}: add it to AUDIT_ACTIONS and the docs.")
     request = _request.get()
     who = actor or actor_of_request(request)
-    event = AuditEvent.objects.create(
+    return AuditEvent.objects.create(
         workspace_id=workspace_id,
         agent_id=agent_id or "",
         action=action,
@@ -274,22 +270,6 @@ def audit_record(
         target_name=target_name[:254],
         changes=_redacted(changes or {}),
     )
-    # The same entry as one JSON log line once it is committed, for log pipelines that feed a
-    # SIEM (a rolled-back change logs nothing).
-    transaction.on_commit(lambda: logger.info("audit", extra={"audit": _log_fields(event)}))
-    return event
-
-
-def _log_fields(event: AuditEvent) -> dict[str, Any]:
-    return {
-        "id": event.pk,
-        "workspace_id": event.workspace_id,
-        "action": event.action,
-        "actor": f"{event.actor_type}:{event.actor_id}",
-        "target": f"{event.target_type}:{event.target_id}",
-        "ip": event.ip,
-        "request_id": event.request_id,
-    }
 
 
 def audit_events_purge_batch(*, before: datetime, batch_size: int = 1000) -> dict[str, int]:
