@@ -294,9 +294,11 @@ class Unit:
             # Read plain before, locked now: keep the instance the batch already holds.
             self.locked[model].add(record_id)
             return self.rows[model][record_id]
-        self.rows[model][record_id] = row
         if row is not None:
+            self.rows[model].pop(record_id, None)
             self._keep(model, row, locked=lock)
+        else:
+            self.rows[model][record_id] = None
         if lock:
             self.locked[model].add(record_id)
         return row
