@@ -9,8 +9,8 @@ the batch's size:
 2. `record` applies each record, in order, to those rows in memory, with the same checks as
    one record at a time would (a reference to a row created earlier in the batch counts).
    A row the prefetch did not load (a grandparent step, a lookup by a caller) is read on demand.
-3. `flush` writes what changed: one INSERT of the new rows per table (in a savepoint: a
-   concurrent insert of the same id becomes a 400 naming the record), one upsert on the row key
+3. `flush` writes what changed: one COPY of the new rows per table (a concurrent insert of
+   the same id fails the batch with a 400 naming the record), one upsert on the row key
    of the changed rows per table, then brings the runs in line with their steps (three grouped
    queries), writes the runs, and announces the runs recorded as one batch (usage adds one
    increment per Agent and day; webhooks records the ended runs' deliveries).
@@ -21,13 +21,14 @@ so the tables are written in whatever order suits the batch.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from django.db import IntegrityError, connection, models, transaction
+from django.db import IntegrityError, connection, models
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -77,6 +78,10 @@ _STEP_FIELDS = (
 MAX_STEP_DEPTH = 1000
 _BOUNDED = ("input", "output", "error", "query", "documents", "attributes")
 _MODELS: tuple[type[models.Model], ...] = (EndUser, Conversation, Message, RunStep, Run)
+
+
+# PostgreSQL's detail of a unique violation on an Agent's id or external id.
+_CLASH = re.compile(r"^Key \(agent_id, (id|external_id)\)=\([^,]*, (.*)\) already exists")
 
 
 def step_bounded(data: dict) -> tuple[dict, list[str]]:
@@ -150,7 +155,8 @@ def rows_insert(model: type[models.Model], rows: list) -> None:
     }
     columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in fields)
     names = [field.attname for field in fields]
-    with connection.cursor() as cursor:
+    # Django's error classes (IntegrityError, ...) for what psycopg's own cursor raises.
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         raw = cursor.cursor  # psycopg's own cursor, under Django's wrapper
         with raw.copy(f"COPY {model._meta.db_table} ({columns}) FROM STDIN") as copy:
             for row in rows:
@@ -288,9 +294,11 @@ class Unit:
             # Read plain before, locked now: keep the instance the batch already holds.
             self.locked[model].add(record_id)
             return self.rows[model][record_id]
-        self.rows[model][record_id] = row
         if row is not None:
+            self.rows[model].pop(record_id, None)
             self._keep(model, row, locked=lock)
+        else:
+            self.rows[model][record_id] = None
         if lock:
             self.locked[model].add(record_id)
         return row
@@ -609,10 +617,11 @@ class Unit:
         if new:
             rows = [self.rows[model][row_id] for row_id in new]
             try:
-                with transaction.atomic():
-                    rows_insert(model, rows)
-            except IntegrityError:
-                raise self._clash(model, new) from None
+                # No savepoint of its own (two round trips): a clash fails the whole batch,
+                # whose transaction the caller's atomic block rolls back.
+                rows_insert(model, rows)
+            except IntegrityError as exc:
+                raise self._clash(model, new, exc) from None
         dirty = self.dirty[model]
         if dirty:
             names = sorted(set().union(*dirty.values()))
@@ -624,15 +633,24 @@ class Unit:
                 update_fields=names,
             )
 
-    def _clash(self, model: type, new: dict[str, str]) -> BadRequest:
-        """The 400 of a batch whose new rows clashed with rows inserted meanwhile."""
-        taken = set(self._objects(model).filter(id__in=list(new)).values_list("id", flat=True))
+    def _clash(self, model: type, new: dict[str, str], exc: IntegrityError) -> BadRequest:
+        """The 400 of a batch whose new rows clashed with rows inserted meanwhile, naming the
+        record PostgreSQL names (`Key (agent_id, id)=(agt_1, run_1) already exists.`); the
+        transaction is aborted, so nothing more is read."""
+        diag = getattr(exc.__cause__, "diag", None)
+        match = _CLASH.search(getattr(diag, "message_detail", None) or "")
+        column, value = match.groups() if match else ("id", None)
+        if model is EndUser and column == "external_id":
+            label = next(
+                (label for row_id, label in new.items()
+                 if self.rows[EndUser][row_id].external_id == value),
+                next(iter(new.values())),
+            )  # fmt: skip
+            return BadRequest(f"{label}.external_id: already recorded for another user.")
         row_id, label = next(
-            ((row_id, label) for row_id, label in new.items() if row_id in taken),
+            ((row_id, label) for row_id, label in new.items() if row_id == value),
             next(iter(new.items())),
         )
-        if model is EndUser and row_id not in taken:
-            return BadRequest(f"{label}.external_id: already recorded for another user.")
         return BadRequest(
             f"{label}.id: {row_id!r} was recorded concurrently or clashes with another record; "
             "send the record again."

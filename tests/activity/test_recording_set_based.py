@@ -5,14 +5,17 @@ batch, and the batch's answer and rows are those of recording record by record."
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from apps.activity.models import Run, RunStep
+from apps.activity.recording import Unit, wanted_of
 from apps.activity.serializers import records_parse
 from apps.activity.services import activity_record
+from apps.common.errors import BadRequest
 from apps.usage.models import DailyUsage
 from apps.webhooks.models import WebhookDelivery
+from tests.activity.factories import end_user_factory, run_factory
 from tests.activity.test_otlp import _body, _post, _span
 from tests.webhooks.factories import webhook_factory
 
@@ -57,7 +60,7 @@ def test_a_batch_of_runs_costs_the_same_statements_at_any_size(agent, conversati
     webhook_factory(agent=agent, events=["run.completed"])
     ten = _statements(agent, _runs(10, prefix="a"))
     hundred = _statements(agent, _runs(100, prefix="b"))
-    assert ten == hundred <= 12
+    assert ten == hundred <= 14
     assert Run.objects.filter(agent=agent).count() == 110
     # One rollup row for the Agent-day, holding every run.
     row = DailyUsage.objects.get(agent=agent)
@@ -118,6 +121,32 @@ def test_otlp_batches_cost_the_same_statements_at_any_number_of_traces(make_api)
             assert _post(writer, traces(count, offset)).json() == {}
         return len(captured.captured_queries)
 
+    assert _post(writer, {"resourceSpans": []}).json() == {}  # the key is cached from here on
     assert statements(3, 0) == statements(40, 3)
     assert Run.objects.count() == 43 and RunStep.objects.count() == 215
     assert Run.objects.get(id=f"{4:032x}").input_tokens == 12
+
+
+def _flush_after(agent, kind: str, data: dict, meanwhile) -> None:
+    """Apply a record to its prefetched rows, let `meanwhile` insert a row, then write."""
+    unit = Unit(agent)
+    unit.prefetch(wanted_of([(kind, data)]))
+    unit.record(kind, data, "records[3]")
+    meanwhile()
+    with transaction.atomic():
+        unit.flush()
+
+
+def test_a_run_inserted_meanwhile_fails_the_batch_naming_its_record(agent, conversation):
+    data = {"id": "run_x", "conversation_id": "conv_1", "request_id": "r", "sdk_version": "5"}
+    meanwhile = lambda: run_factory(agent=agent, id="run_x")  # noqa: E731
+    with pytest.raises(BadRequest) as raised:
+        _flush_after(agent, "run", data, meanwhile)
+    assert raised.value.message.startswith("records[3].id: 'run_x' was recorded concurrently")
+
+
+def test_a_user_external_id_taken_meanwhile_fails_the_batch_naming_its_record(agent):
+    meanwhile = lambda: end_user_factory(agent=agent, external_id="ext-9")  # noqa: E731
+    with pytest.raises(BadRequest) as raised:
+        _flush_after(agent, "user", {"external_id": "ext-9"}, meanwhile)
+    assert raised.value.message == "records[3].external_id: already recorded for another user."
