@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.core import signing
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 
 from apps.common.errors import BadRequest
 
@@ -47,13 +47,32 @@ class Keyset:
         return (f"{sign}{self.field}", f"{sign}id")
 
     def after(self, value: Any, row_id: str) -> Q:
-        # `sort <= v AND (sort < v OR id < last)` keeps the scan a single index range on
-        # the sort key (an OR at the top level would make PostgreSQL scan two ranges).
-        op = "lt" if self.descending else "gt"
+        # `sort <= v AND (sort, id) < (v, last)`: the row comparison is one index range on
+        # (agent, sort, id) that starts at the cursor's row, even inside a long run of equal
+        # values (a status, a count of attempts), where `sort < v OR id < last` read every row
+        # of the run before the cursor. The first half lets the planner see the bound on the
+        # sort key alone as well (and keeps SQLite's plans on the index).
         edge = "lte" if self.descending else "gte"
-        return Q(**{f"{self.field}__{edge}": value}) & (
-            Q(**{f"{self.field}__{op}": value}) | Q(**{f"id__{op}": row_id})
+        return Q(**{f"{self.field}__{edge}": value}) & Q(
+            _RowCompare(F(self.field), F("id"), Value(value), Value(row_id), less=self.descending)
         )
+
+
+class _RowCompare(Func):
+    """`(a, b) < (x, y)` (or `>`): a row comparison, which PostgreSQL and SQLite both read as
+    one range of a multicolumn index."""
+
+    output_field = BooleanField()
+
+    def __init__(self, *expressions: Any, less: bool) -> None:
+        super().__init__(*expressions)
+        self.less = less
+
+    def as_sql(self, compiler, connection, **extra_context):  # type: ignore[override]
+        parts = [compiler.compile(expression) for expression in self.get_source_expressions()]
+        (a, a_params), (b, b_params), (x, x_params), (y, y_params) = parts
+        op = "<" if self.less else ">"
+        return f"(({a}, {b}) {op} ({x}, {y}))", [*a_params, *b_params, *x_params, *y_params]
 
 
 @dataclass(frozen=True)

@@ -106,10 +106,10 @@ class CompiledList:
         self._select = f"SELECT {', '.join(columns)} FROM {table}"  # noqa: S608 - names from _meta
         direction = "DESC" if self.keyset.descending else "ASC"
         self._order = f"ORDER BY {sort} {direction}, {row_id} {direction} LIMIT %s"
-        # The same predicate as `Keyset.after` (`sort <= v AND (sort < v OR id < last)` when
+        # The same predicate as `Keyset.after` (`sort <= v AND (sort, id) < (v, last)` when
         # descending): the page stays one range scan of the (agent, sort, id) index.
         strict, edge = ("<", "<=") if self.keyset.descending else (">", ">=")
-        self._after = f"{sort} {edge} %s AND ({sort} {strict} %s OR {row_id} {strict} %s)"
+        self._after = f"{sort} {edge} %s AND ({sort}, {row_id}) {strict} (%s, %s)"
         self._id_position = self.shape.fields.index("id")
 
     def sql(self, where: tuple[Condition, ...], *, after: bool) -> str:

@@ -91,9 +91,11 @@ def test_every_pager_uses_one_style_of_links():
     labels = set()
     for template in Path("templates").rglob("*.html"):
         labels |= set(
-            re.findall(r">\s*([^<>]*\b(?:Older|Newer|Newest|First)\b[^<>]*)<", template.read_text())
+            re.findall(
+                r">\s*([^<>]*\b(?:Older|Newer|Newest|First page)\b[^<>]*)<", template.read_text()
+            )
         )
-    assert labels <= {"« First page", "← Newer", "Older →"}, labels
+    assert labels <= {"« First page", "Newest", "← Newer", "Older →"}, labels
     for template in Path("templates").rglob("*_list.html"):
         text = template.read_text()
         if "cursor" not in text:  # a list shown whole (API keys)
