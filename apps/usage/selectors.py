@@ -180,17 +180,22 @@ WITH months AS (
     SELECT m.month, greatest(m.month, %(start)s) AS first,
         least((m.month + interval '1 month')::date - 1, %(end)s) AS last,
         coalesce(seal.built_version = seal.version, false) AS sealed
-    FROM (
-        SELECT generate_series(date_trunc('month', %(start)s::timestamp), %(end)s::timestamp,
-            interval '1 month')::date AS month
-    ) m
+    FROM unnest(%(months)s::date[]) AS m(month)
     LEFT JOIN usage_latencymonth seal
         ON seal.workspace_id = %(workspace)s AND seal.month = m.month
 ),
 whole AS (
-    SELECT month, first, last, sealed
-        AND first = month AND last = (month + interval '1 month')::date - 1 AS whole
+    SELECT month, first, last, sealed,
+        sealed AND first = month AND last = (month + interval '1 month')::date - 1 AS whole
     FROM months
+),
+daily AS MATERIALIZED (
+    SELECT found.agent_id, found.day, found.bucket, found.runs, whole.sealed
+    FROM whole CROSS JOIN LATERAL (
+        SELECT agent_id, day, bucket, runs FROM usage_dailylatency
+        WHERE workspace_id = %(workspace)s AND day >= whole.first AND day <= whole.last
+        {agent_filter}
+    ) found WHERE NOT whole.whole
 ),
 per_agent AS (
     SELECT tier.agent_id, tier.bucket, tier.runs FROM whole CROSS JOIN LATERAL (
@@ -198,11 +203,7 @@ per_agent AS (
         WHERE workspace_id = %(workspace)s AND month = whole.month {agent_filter}
     ) tier WHERE whole.whole
     UNION ALL
-    SELECT daily.agent_id, daily.bucket, daily.runs FROM whole CROSS JOIN LATERAL (
-        SELECT agent_id, bucket, runs FROM usage_dailylatency
-        WHERE workspace_id = %(workspace)s AND day >= whole.first AND day <= whole.last
-        {agent_filter}
-    ) daily WHERE NOT whole.whole
+    SELECT agent_id, bucket, runs FROM daily
 ),
 scoped AS (
     SELECT agent_id, day, bucket, runs FROM usage_dailylatency
@@ -217,10 +218,7 @@ _PER_DAY_TIERED = """
         WHERE workspace_id = %(workspace)s AND day >= months.first AND day <= months.last
     ) tier WHERE months.sealed
     UNION ALL
-    SELECT daily.day, daily.bucket, daily.runs FROM months CROSS JOIN LATERAL (
-        SELECT day, bucket, runs FROM usage_dailylatency
-        WHERE workspace_id = %(workspace)s AND day >= months.first AND day <= months.last
-    ) daily WHERE NOT months.sealed
+    SELECT day, bucket, runs FROM daily WHERE NOT sealed
 """
 # One Agent's series: the workspace's per-day tier sums every Agent, so its daily rows.
 _PER_DAY_OF_AGENT = "SELECT day, bucket, runs FROM scoped"
@@ -230,6 +228,14 @@ def _as_date(value) -> date | None:
     if value is None or isinstance(value, date):
         return value
     return date.fromisoformat(str(value)[:10])
+
+
+def _months(period: Period) -> list[date]:
+    months, month = [], month_start(period.start)
+    while month <= period.end:
+        months.append(month)
+        month = next_month(month)
+    return months
 
 
 def _histograms_sql(*, period: Period, agent: Agent | None, per_agent_day: bool) -> str:
@@ -256,6 +262,8 @@ def _latency_percentiles(
         "start": period.start,
         "end": period.end,
         "agent": agent.pk if agent is not None else None,
+        # The months of the period, as a literal array: the planner then knows how many.
+        "months": _months(period),
     }
     histograms: dict[tuple[str, str, date | None], dict[int, int]] = defaultdict(dict)
     with connection.cursor() as cursor:
