@@ -20,7 +20,7 @@ from django.db.models import OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from apps.common.errors import BadRequest, NotFound
-from apps.usage.latency import percentiles
+from apps.usage.latency import bucket_value
 from apps.usage.models import DailyUsage
 from apps.usage.services import (
     COUNTER_FIELDS,
@@ -159,6 +159,23 @@ _AGENT_DAY_GROUPING = """
 UNION ALL
 SELECT 'agent_day', agent_id, day, bucket, sum(runs) FROM scoped GROUP BY agent_id, day, bucket
 """
+# Each group's p50 and p95 bucket by the nearest-rank rule of apps.usage.latency.percentiles:
+# the first bucket (in order) whose running count reaches ceil(p * n / 100), i.e. whose running
+# count times 100 is at least p * n. Two buckets per group travel, not its whole histogram
+# (a year by day is 366 groups of ~50 buckets).
+_PERCENTILE_BUCKETS = """
+, histograms (grp, agent_key, day_key, bucket, runs) AS ({groupings}),
+ranked AS (
+    SELECT grp, agent_key, day_key, bucket,
+        sum(runs) OVER (PARTITION BY grp, agent_key, day_key ORDER BY bucket) AS seen,
+        sum(runs) OVER (PARTITION BY grp, agent_key, day_key) AS total
+    FROM histograms WHERE runs > 0
+)
+SELECT grp, agent_key, day_key,
+    min(bucket) FILTER (WHERE seen * 100 >= 50 * total),
+    min(bucket) FILTER (WHERE seen * 100 >= 95 * total)
+FROM ranked GROUP BY grp, agent_key, day_key
+"""
 # The daily rows only (SQLite, where no tier is built). The CTE is scanned once (PostgreSQL
 # materialises a CTE used more than once).
 _DAILY_HISTOGRAMS_SQL = """
@@ -168,7 +185,7 @@ WITH scoped AS (
 ),
 per_agent AS (SELECT agent_id, bucket, runs FROM scoped),
 per_day AS (SELECT day, bucket, runs FROM scoped)
-{groupings}
+{percentiles}
 """
 # PostgreSQL: per month of the period, the sealed tier (apps.usage.tiers) where its seal is
 # current, the daily rows elsewhere, all in one statement (one snapshot): a month the period
@@ -210,7 +227,7 @@ scoped AS (
     WHERE workspace_id = %(workspace)s AND day >= %(start)s AND day <= %(end)s {agent_filter}
 ),
 per_day AS ({per_day})
-{groupings}
+{percentiles}
 """
 _PER_DAY_TIERED = """
     SELECT tier.day, tier.bucket, tier.runs FROM months CROSS JOIN LATERAL (
@@ -222,6 +239,11 @@ _PER_DAY_TIERED = """
 """
 # One Agent's series: the workspace's per-day tier sums every Agent, so its daily rows.
 _PER_DAY_OF_AGENT = "SELECT day, bucket, runs FROM scoped"
+
+
+def percentile_of(bucket: int) -> float:
+    """A percentile's bucket as apps.usage.latency.percentiles reports it."""
+    return round(bucket_value(bucket), 1)
 
 
 def _as_date(value) -> date | None:
@@ -243,12 +265,13 @@ def _histograms_sql(*, period: Period, agent: Agent | None, per_agent_day: bool)
     groupings = _GROUPINGS.format(series_key=series_key)
     if per_agent_day:
         groupings += _AGENT_DAY_GROUPING
+    percentiles_sql = _PERCENTILE_BUCKETS.format(groupings=groupings)
     agent_filter = "AND agent_id = %(agent)s" if agent is not None else ""
     if connection.vendor != "postgresql":
-        return _DAILY_HISTOGRAMS_SQL.format(agent_filter=agent_filter, groupings=groupings)
+        return _DAILY_HISTOGRAMS_SQL.format(agent_filter=agent_filter, percentiles=percentiles_sql)
     per_day = _PER_DAY_TIERED if agent is None else _PER_DAY_OF_AGENT
     return _TIERED_HISTOGRAMS_SQL.format(
-        agent_filter=agent_filter, per_day=per_day, groupings=groupings
+        agent_filter=agent_filter, per_day=per_day, percentiles=percentiles_sql
     )
 
 
@@ -265,16 +288,12 @@ def _latency_percentiles(
         # The months of the period, as a literal array: the planner then knows how many.
         "months": _months(period),
     }
-    histograms: dict[tuple[str, str, date | None], dict[int, int]] = defaultdict(dict)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for grouping, agent_key, day_key, bucket, runs in cursor.fetchall():
-            histograms[(grouping, agent_key, _as_date(day_key))][bucket] = int(runs)
-    result: dict[tuple[str, str, date | None], tuple[float | None, float | None]] = {}
-    for key, histogram in histograms.items():
-        p50, p95 = percentiles(histogram, (50, 95))
-        result[key] = (p50, p95)
-    return result
+        return {
+            (grouping, agent_key, _as_date(day_key)): (percentile_of(p50), percentile_of(p95))
+            for grouping, agent_key, day_key, p50, p95 in cursor.fetchall()
+        }
 
 
 def usage_get(
