@@ -321,13 +321,11 @@ def _ingest_body(prefix: str):
 def measure(requests: int) -> None:
     from datetime import timedelta
 
+    from django.core.management import call_command
     from django.test import Client
     from django.utils import timezone
 
     from apps.activity.models import Run
-
-    from django.core.management import call_command
-
     from apps.usage.tiers import months_seal
 
     call_command("migrate", verbosity=0)
