@@ -139,10 +139,10 @@ class Usage:
     per_agent_day: dict[tuple[str, date], Figures]
 
 
-# Each group's histogram summed in the database (a few rows per group and bucket travel, not
-# one per Agent, day and bucket); percentiles are then read off in Python by the reference rule
-# of apps.usage.latency. Groupings: `total`, `agent`, `series` (per day or ISO week) and, when
-# asked, `agent_day`. Every fragment formatted in is one of the constants here, never input.
+# Each group's histogram summed in the database, and its p50 and p95 buckets picked there by the
+# reference rule of apps.usage.latency (_PERCENTILE_BUCKETS): one row per group travels.
+# Groupings: `total`, `agent`, `series` (per day or ISO week) and, when asked, `agent_day`.
+# Every fragment formatted in is one of the constants here, never input.
 _WEEK_START = {
     "postgresql": "day - (extract(isodow FROM day)::int - 1)",
     "sqlite": "date(day, '-' || ((CAST(strftime('%%w', day) AS integer) + 6) %% 7) || ' days')",
