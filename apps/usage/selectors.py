@@ -319,6 +319,18 @@ def _latency_percentiles(
         }
 
 
+def _counter_sums(scope: Q, key: str) -> list[dict[str, Any]]:
+    """The daily rows' counters summed per `key` ("agent_id" or "day")."""
+    rows = (
+        DailyUsage.objects.filter(scope)
+        .values(key)
+        .annotate(**{f"sum_{name}": Sum(name) for name in COUNTER_FIELDS})
+    )
+    return [
+        {key: row[key], **{name: row[f"sum_{name}"] for name in COUNTER_FIELDS}} for row in rows
+    ]
+
+
 def usage_get(
     *,
     workspace: Workspace,
@@ -335,12 +347,20 @@ def usage_get(
     by_agent: dict[str, Figures] = defaultdict(Figures)
     by_day: dict[date, Figures] = defaultdict(Figures)
     by_agent_day: dict[tuple[str, date], Figures] = {}
-    for row in DailyUsage.objects.filter(scope).values("agent_id", "day", *COUNTER_FIELDS):
-        figures = Figures()
-        figures.add_counters(row)
-        by_agent_day[(row["agent_id"], row["day"])] = figures
-        for target in (totals, by_agent[row["agent_id"]], by_day[row["day"]]):
-            target.add_counters(row)
+    if per_agent_day:
+        for row in DailyUsage.objects.filter(scope).values("agent_id", "day", *COUNTER_FIELDS):
+            figures = Figures()
+            figures.add_counters(row)
+            by_agent_day[(row["agent_id"], row["day"])] = figures
+            for target in (totals, by_agent[row["agent_id"]], by_day[row["day"]]):
+                target.add_counters(row)
+    else:
+        # Summed in the database: a year of 5 Agents is 1,830 rows, of which 371 sums travel.
+        for key, target in (("agent_id", by_agent), ("day", by_day)):
+            for row in _counter_sums(scope, key):
+                target[row[key]].add_counters(row)
+        for figures in by_agent.values():
+            totals.add_counters(figures.counters)
 
     latency = _latency_percentiles(
         workspace=workspace, period=period, agent=agent, per_agent_day=per_agent_day
