@@ -356,9 +356,10 @@ def usage_get(
                 target.add_counters(row)
     else:
         # Summed in the database: a year of 5 Agents is 1,830 rows, of which 371 sums travel.
-        for key, target in (("agent_id", by_agent), ("day", by_day)):
-            for row in _counter_sums(scope, key):
-                target[row[key]].add_counters(row)
+        for row in _counter_sums(scope, "agent_id"):
+            by_agent[row["agent_id"]].add_counters(row)
+        for row in _counter_sums(scope, "day"):
+            by_day[row["day"]].add_counters(row)
         for figures in by_agent.values():
             totals.add_counters(figures.counters)
 
