@@ -3,6 +3,7 @@
     nice -n 10 uv run python benchmarks/scale.py fill [--runs 10000000]
     nice -n 10 uv run python benchmarks/scale.py measure [--requests 200]
     nice -n 10 uv run python benchmarks/scale.py purge [--activity-days 30] [--minutes 30]
+        [--baseline-seconds 60]
 
 A dedicated PostgreSQL database (BENCH_SCALE_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/agent_console_scale_10m) holds one workspace whose five
@@ -321,12 +322,20 @@ def _ingest_body(prefix: str):
 def measure(requests: int) -> None:
     from datetime import timedelta
 
+    from django.core.management import call_command
     from django.test import Client
     from django.utils import timezone
 
     from apps.activity.models import Run
+    from apps.usage.tiers import months_seal
 
+    call_command("migrate", verbosity=0)
     renice_backend()
+    started = time.monotonic()
+    sealed = months_seal(time_budget_seconds=3600).sealed
+    print(
+        f"sealed {sealed} closed months (beat's usage.seal_months) in {time.monotonic() - started:.1f} s"
+    )
     client = Client()
     big = AGENTS[0]
     runs = Run.objects.filter(agent_id=big).count()
@@ -419,7 +428,7 @@ def _percentiles(samples: list[float]) -> str:
     )
 
 
-def purge(database_url: str, activity_days: int, minutes: float) -> None:
+def purge(database_url: str, activity_days: int, minutes: float, baseline_seconds: float) -> None:
     from django.db import connection
 
     from apps.activity.models import Conversation, Message, Run
@@ -445,7 +454,7 @@ def purge(database_url: str, activity_days: int, minutes: float) -> None:
     loop = threading.Thread(target=_list_loop, args=(url, key, stop, samples, errors))
     try:
         loop.start()
-        time.sleep(60)
+        time.sleep(baseline_seconds)
         before = [ms for _, ms in samples]
         print(f"runs list before the purge ({load()}): {_percentiles(before)}", flush=True)
         counts = [
@@ -503,6 +512,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--activity-days", type=int, default=30)
     parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--baseline-seconds", type=float, default=60, help="list load before")
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_SCALE_DATABASE_URL", DEFAULT_URL)
     setup_django(database_url)
@@ -513,7 +523,7 @@ def main() -> None:
     elif args.command == "measure":
         measure(args.requests)
     else:
-        purge(database_url, args.activity_days, args.minutes)
+        purge(database_url, args.activity_days, args.minutes, args.baseline_seconds)
 
 
 if __name__ == "__main__":

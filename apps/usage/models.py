@@ -179,3 +179,22 @@ class LatencyMonth(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["workspace_id", "month"], name="usage_latmonth_once"),
         ]
+
+
+class WorkspaceDayPercentiles(models.Model):
+    """The p50 and p95 latency buckets of a workspace's runs of one day of a closed month (all
+    its Agents), picked at sealing by the rule of apps.usage.latency: a year's series by day
+    reads 366 rows instead of 366 histograms."""
+
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    day = models.DateField()
+    p50_bucket = models.PositiveSmallIntegerField()
+    p95_bucket = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            # GET /v1/usage by day: a workspace's days in a period.
+            models.UniqueConstraint(fields=["workspace", "day"], name="usage_wsdaypct_day"),
+        ]

@@ -17,7 +17,12 @@ from datetime import date
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.usage.models import LatencyMonth, MonthlyLatency, WorkspaceDailyLatency
+from apps.usage.models import (
+    LatencyMonth,
+    MonthlyLatency,
+    WorkspaceDailyLatency,
+    WorkspaceDayPercentiles,
+)
 from apps.usage.services import next_month
 
 # A month is sealed once this many days have passed since its last day ended.
@@ -46,6 +51,23 @@ WHERE workspace_id = %s AND day >= %s AND day < %s
 GROUP BY workspace_id, day, bucket HAVING sum(runs) <> 0
 """
 
+# Each day's p50 and p95 bucket over those rows, by the nearest-rank rule of
+# apps.usage.latency.percentiles (the same condition as selectors._PERCENTILE_BUCKETS).
+_DAY_PERCENTILES_SQL = """
+INSERT INTO usage_workspacedaypercentiles (workspace_id, day, p50_bucket, p95_bucket)
+SELECT workspace_id, day,
+    min(bucket) FILTER (WHERE seen * 100 >= 50 * total),
+    min(bucket) FILTER (WHERE seen * 100 >= 95 * total)
+FROM (
+    SELECT workspace_id, day, bucket,
+        sum(runs) OVER (PARTITION BY day ORDER BY bucket) AS seen,
+        sum(runs) OVER (PARTITION BY day) AS total
+    FROM usage_workspacedailylatency
+    WHERE workspace_id = %s AND day >= %s AND day < %s AND runs > 0
+) ranked
+GROUP BY workspace_id, day
+"""
+
 
 @dataclass
 class Sealing:
@@ -72,12 +94,12 @@ def month_seal(*, workspace_id: str, month: date) -> None:
         seal = LatencyMonth.objects.select_for_update().get(pk=seal.pk)
         version = seal.version
         MonthlyLatency.objects.filter(workspace_id=workspace_id, month=month).delete()
-        WorkspaceDailyLatency.objects.filter(
-            workspace_id=workspace_id, day__gte=month, day__lt=end
-        ).delete()
+        for model in (WorkspaceDailyLatency, WorkspaceDayPercentiles):
+            model.objects.filter(workspace_id=workspace_id, day__gte=month, day__lt=end).delete()
         with connection.cursor() as cursor:
             cursor.execute(_MONTHLY_SQL, [month, workspace_id, month, end])
             cursor.execute(_WORKSPACE_DAILY_SQL, [workspace_id, month, end])
+            cursor.execute(_DAY_PERCENTILES_SQL, [workspace_id, month, end])
         LatencyMonth.objects.filter(pk=seal.pk).update(
             built_version=version, built_at=timezone.now()
         )

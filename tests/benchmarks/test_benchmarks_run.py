@@ -69,6 +69,10 @@ SCRIPTS: dict[str, list[str]] = {
     "run_page.py": ["--requests", "1", "--steps", "10"],
     "tools_discovery.py": ["--tools", "3", "--runs", "1"],
     "usage.py": ["--runs", "300", "--agents", "2", "--days", "3", "--requests", "1"],
+    # Fill, measure, purge: one after the other on the same database.
+    "scale.py fill": ["fill", "--runs", "200"],
+    "scale.py measure": ["measure", "--requests", "1"],
+    "scale.py purge": ["purge", "--minutes", "0.2", "--baseline-seconds", "1"],
     "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
     # One idle and one busy round behind one small file, through the production topology. It
     # drops and makes its database again, so it comes last, when the others are done with it.
@@ -152,6 +156,7 @@ def test_script_runs_at_a_tiny_size(
         "RUN_PAGE_DATABASE_URL": bench_database,
         "CALIBRATION_DATABASE_URL": bench_database,
         "RECORDING_DATABASE_URL": bench_database,
+        "BENCH_SCALE_DATABASE_URL": bench_database,
         "REDIS_URL": settings.REDIS_URL,
         "CORPUS_DIR": str(small_corpus),
         "VAR_DIR": str(tmp_path / "var"),
