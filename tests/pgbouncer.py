@@ -27,6 +27,7 @@ admin_users = {user}
 pool_mode = transaction
 default_pool_size = {pool_size}
 max_client_conn = 200
+query_wait_timeout = 10
 logfile = {folder}/pgbouncer.log
 pidfile = {folder}/pgbouncer.pid
 """

@@ -27,7 +27,8 @@ import math
 import re
 import threading
 import unicodedata
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -616,14 +617,19 @@ LIMIT %s
 # --- semantic half ---------------------------------------------------------------------------
 
 
-def hnsw_scans_until_enough(cursor) -> None:
-    """Behind a transaction pooler, the iterative HNSW scan (apps.knowledge.apps) for this
-    transaction only; without one, each connection has it set already."""
+@contextmanager
+def hnsw_scans_until_enough() -> Iterator[None]:
+    """Behind a transaction pooler, a transaction with the iterative HNSW scan
+    (apps.knowledge.apps) set for it alone; without one, each connection has it set already
+    and nothing is added."""
     if settings.DATABASE_POOLER != "transaction":
+        yield
         return
-    # A pgvector older than 0.8 has no iterative scans: it keeps its default.
-    with suppress(DatabaseError), transaction.atomic():
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    with transaction.atomic():
+        # A pgvector older than 0.8 has no iterative scans: it keeps its default.
+        with suppress(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        yield
 
 
 def _semantic_candidates(
@@ -648,8 +654,7 @@ def _semantic_candidates(
             shortlist=_version_vectors(version_id).nearest(vector, count=VECTOR_PREFILTER),
         )
     elif embeddings.pgvector_enabled():
-        with transaction.atomic(), connection.cursor() as cursor:
-            hnsw_scans_until_enough(cursor)
+        with hnsw_scans_until_enough(), connection.cursor() as cursor:
             cursor.execute(
                 "SELECT id, embedding, embedding_model FROM knowledge_chunk "
                 "WHERE agent_id = %(agent_id)s AND is_searchable "

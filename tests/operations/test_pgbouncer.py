@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from django.db import connection
 
@@ -123,12 +124,21 @@ def test_the_service_works_behind_pgbouncer_in_transaction_mode(pgbouncer, agent
         assert page.status_code == 200 and "run_pool" in page.text
         assert browser.get("/runs/run_pool/").status_code == 200
 
-        # More client connections than server connections: transaction pooling at work.
-        pools = [p for p in pgbouncer.admin("SHOW POOLS") if p["database"] != "pgbouncer"]
-        clients = sum(p["cl_active"] + p["cl_waiting"] for p in pools)
-        servers = sum(p["sv_active"] + p["sv_idle"] + p["sv_used"] for p in pools)
-        assert clients > servers, pools
-        assert servers <= 2
+        # Four clients at once, each running a statement, on a pool of two server
+        # connections: only transaction pooling serves them (in session mode the third would
+        # wait for a server until query_wait_timeout).
+        clients = [
+            psycopg.connect(pgbouncer.url(connection.settings_dict["NAME"]), autocommit=True)
+            for _ in range(4)
+        ]
+        try:
+            assert [c.execute("SELECT 1").fetchone() for c in clients] == [(1,)] * 4
+            pools = [p for p in pgbouncer.admin("SHOW POOLS") if p["database"] != "pgbouncer"]
+            assert sum(p["cl_active"] for p in pools) >= 4, pools
+            assert sum(p["sv_active"] + p["sv_idle"] + p["sv_used"] for p in pools) <= 2, pools
+        finally:
+            for client in clients:
+                client.close()
     finally:
         worker.stop()
         web.stop()
