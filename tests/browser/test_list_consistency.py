@@ -14,7 +14,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from apps.knowledge.models import KnowledgeDocument
+from apps.workspaces.models import ApiKey
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
+from tests.factories import api_key_factory
 from tests.webhooks.factories import delivery_factory, webhook_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -83,6 +85,10 @@ def _fill(agent) -> list[ListPage]:
             created_at=T0 - timedelta(days=1, minutes=ROWS - n),
             updated_at=T0 + timedelta(days=1, minutes=ROWS - n),  # the reverse of created
         )
+        key, _ = api_key_factory(agent=agent, scopes=["runs:read"], name=f"Key {n:02d}")
+        ApiKey.objects.filter(pk=key.pk).update(
+            created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 3 == 0 else None
+        )
     numbers = range(ROWS)
     return [
         ListPage(
@@ -110,6 +116,11 @@ def _fill(agent) -> list[ListPage]:
             "row => row.querySelector('td[data-label=Title] a')?.textContent.trim()",
             # Newest started first.
             [f"Chat {n:02d}" for n in reversed(range(ROWS + 1))], "status", "failed", 3,
+        ),
+        ListPage(
+            "/api-keys/", "api-key-table", "keys", "name",
+            "row => row.querySelector('td[data-label=Name]')?.textContent.trim()",
+            [f"Key {n:02d}" for n in numbers], "status", "revoked", 10,
         ),
     ]  # fmt: skip
 
