@@ -204,6 +204,8 @@ def test_server_list_counts_sorts_and_filters(owner_client, agent):
     disabled = owner_client.get("/tools/?enabled=no").content.decode()
     assert _server_names(disabled) == ["gamma"]
     assert len(_server_names(owner_client.get("/tools/?status=bogus").content.decode())) == 3
-    partial = owner_client.get("/tools/?status=failed", headers={"HX-Target": "server-table", **HTMX})
+    partial = owner_client.get(
+        "/tools/?status=failed", headers={"HX-Target": "server-table", **HTMX}
+    )
     assert _server_names(partial.content.decode()) == ["Alpha"]
     assert "add-server-form" not in partial.content.decode()
