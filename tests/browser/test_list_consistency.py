@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from oauth2_provider.models import get_application_model
 
 from apps.knowledge.models import KnowledgeDocument
+from apps.mcp_server.models import ConnectedApplication
 from apps.workspaces.models import ApiKey
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
 from tests.factories import api_key_factory
@@ -41,7 +43,25 @@ class ListPage:
     filtered: int  # rows left by the filter
 
 
-def _fill(agent) -> list[ListPage]:
+def _connect(agent, user, n: int) -> None:
+    """A connected application named `App nn`, disconnected when n % 5 == 0."""
+    application = get_application_model().objects.create(
+        name=f"App {n:02d}",
+        client_type="public",
+        authorization_grant_type="authorization-code",
+        redirect_uris="http://127.0.0.1/callback",
+    )
+    grant_key, _ = api_key_factory(agent=agent, scopes=["runs:read"], name=f"grant {n}")
+    ApiKey.objects.filter(pk=grant_key.pk).update(kind=ApiKey.Kind.CONNECTED_APP)
+    connection = ConnectedApplication.objects.create(
+        agent=agent, application=application, user=user, grant_key=grant_key
+    )
+    ConnectedApplication.objects.filter(pk=connection.pk).update(
+        created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 5 == 0 else None
+    )
+
+
+def _fill(agent, owner) -> list[ListPage]:
     # The runs' conversation, started last of all.
     conversation = conversation_factory(
         agent=agent, title=f"Chat {ROWS}", status="completed", created_at=T0, updated_at=T0
@@ -89,6 +109,7 @@ def _fill(agent) -> list[ListPage]:
         ApiKey.objects.filter(pk=key.pk).update(
             created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 3 == 0 else None
         )
+        _connect(agent, owner, n)
     numbers = range(ROWS)
     return [
         ListPage(
@@ -122,6 +143,11 @@ def _fill(agent) -> list[ListPage]:
             "row => row.querySelector('td[data-label=Name]')?.textContent.trim()",
             [f"Key {n:02d}" for n in numbers], "status", "revoked", 10,
         ),
+        ListPage(
+            "/connected-apps/", "connected-app-list", "applications", "name",
+            "row => row.querySelector('td[data-label=Application]')?.textContent.trim()",
+            [f"App {n:02d}" for n in numbers], "status", "revoked", 6,
+        ),
     ]  # fmt: skip
 
 
@@ -144,7 +170,7 @@ def _settle(page) -> None:
 
 @pytest.fixture
 def lists(agent, owner):
-    return _fill(agent)
+    return _fill(agent, owner)
 
 
 def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, lists):
