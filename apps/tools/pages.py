@@ -33,6 +33,7 @@ from apps.workspaces.console import (
 LIST_TEMPLATE = "tools/server_list.html"
 DETAIL_TEMPLATE = "tools/server_detail.html"
 PAGE_SIZE = 50
+SERVER_PAGE_SIZE = 25  # as every other console list
 HEADER_ROWS = 3
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)  # a server never discovered sorts below the others
 # An Agent connects a handful of servers: these orders sort the few rows `tools_server_list`
@@ -54,11 +55,13 @@ SERVER_SORTS = ListSorts(
 ENABLED_CHOICES = (("yes", "Enabled"), ("no", "Disabled"))
 
 
-def _page(queryset, keyset, request: ConsoleRequest, *, param: str = "after"):
+def _page(
+    queryset, keyset, request: ConsoleRequest, *, param: str = "after", size: int = PAGE_SIZE
+):
     page, _stale = keyset_page(
         request,
         lambda page: paginate(queryset, keyset=keyset, page=page),
-        limit=PAGE_SIZE,
+        limit=size,
         param=param,
     )
     return page
@@ -87,7 +90,7 @@ def _list(request: ConsoleRequest, *, status: int = 200, form: dict | None = Non
     else:
         enabled = ""
     ordered, keyset, sort_columns = sorted_list(SERVER_SORTS, servers, request.GET)
-    page = _page(ordered, keyset, request)
+    page = _page(ordered, keyset, request, size=SERVER_PAGE_SIZE)
     context = {
         "section": "tools",
         "servers": page.rows,

@@ -16,6 +16,7 @@ from oauth2_provider.models import get_application_model
 
 from apps.knowledge.models import KnowledgeDocument
 from apps.mcp_server.models import ConnectedApplication
+from apps.tools.models import McpServer
 from apps.workspaces.models import ApiKey
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
 from tests.factories import api_key_factory
@@ -110,6 +111,13 @@ def _fill(agent, owner) -> list[ListPage]:
             created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 3 == 0 else None
         )
         _connect(agent, owner, n)
+        McpServer.objects.create(
+            agent=agent,
+            name=f"Server {n:02d}",
+            url=f"https://tools-{n}.example.com/mcp",
+            status="failed" if n % 5 == 0 else "connected",
+            tool_count=n,
+        )
     numbers = range(ROWS)
     return [
         ListPage(
@@ -142,6 +150,11 @@ def _fill(agent, owner) -> list[ListPage]:
             "/api-keys/", "api-key-table", "keys", "name",
             "row => row.querySelector('td[data-label=Name]')?.textContent.trim()",
             [f"Key {n:02d}" for n in numbers], "status", "revoked", 10,
+        ),
+        ListPage(
+            "/tools/", "server-table", "servers", "name",
+            "row => row.querySelector('a.server-name')?.textContent.trim()",
+            [f"Server {n:02d}" for n in numbers], "status", "failed", 6,
         ),
         ListPage(
             "/connected-apps/", "connected-app-list", "applications", "name",
