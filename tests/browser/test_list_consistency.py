@@ -19,7 +19,7 @@ from apps.mcp_server.models import ConnectedApplication
 from apps.tools.models import McpServer
 from apps.workspaces.models import ApiKey
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
-from tests.factories import api_key_factory
+from tests.factories import agent_factory, api_key_factory
 from tests.webhooks.factories import delivery_factory, webhook_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,9 +39,10 @@ class ListPage:
     column: str  # the header the test clicks
     key: str  # JS: a row element -> the text the order is judged by
     expected: list[str]  # every row's key in the order the click asks for
-    filter_control: str  # a <select> of the filter form
+    filter_control: str  # a <select> (or, with `search`, a search box) of the filter form
     filter_value: str
     filtered: int  # rows left by the filter
+    search: bool = False
 
 
 def _connect(agent, user, n: int) -> None:
@@ -111,6 +112,7 @@ def _fill(agent, owner) -> list[ListPage]:
             created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 3 == 0 else None
         )
         _connect(agent, owner, n)
+        agent_factory(workspace=agent.workspace, name=f"Bot-{n:02d}")
         McpServer.objects.create(
             agent=agent,
             name=f"Server {n:02d}",
@@ -150,6 +152,12 @@ def _fill(agent, owner) -> list[ListPage]:
             "/api-keys/", "api-key-table", "keys", "name",
             "row => row.querySelector('td[data-label=Name]')?.textContent.trim()",
             [f"Key {n:02d}" for n in numbers], "status", "revoked", 10,
+        ),
+        ListPage(
+            "/agents/", "agent-table", "active Agents", "name",
+            "row => row.querySelector('td[data-label=Name] a')?.textContent.trim()",
+            # The workspace's own Agent ("Support Agent") sorts after the bots.
+            [f"Bot-{n:02d}" for n in numbers] + [agent.name], "q", "Bot-1", 10, search=True,
         ),
         ListPage(
             "/tools/", "server-table", "servers", "name",
@@ -240,7 +248,10 @@ def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, li
         assert _keys(page, spec) == reverse[:PAGE], spec.path
 
         # The filter narrows the rows and the count, and keeps the order.
-        page.locator(f"select[name={spec.filter_control}]").select_option(spec.filter_value)
+        if spec.search:
+            page.locator(f"input[name={spec.filter_control}]").fill(spec.filter_value)
+        else:
+            page.locator(f"select[name={spec.filter_control}]").select_option(spec.filter_value)
         page.wait_for_url(f"**{spec.filter_control}={spec.filter_value}**")
         _settle(page)
         count = _count(page, spec)
