@@ -1,13 +1,12 @@
 """Console pages of the MCP server: the OAuth consent page and the Connected applications list."""
 
 import re
-from datetime import UTC, datetime
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
 from django.db import transaction
-from django.db.models import DateTimeField, F, Value
-from django.db.models.functions import Coalesce, Lower
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.utils.functional import cached_property
@@ -23,7 +22,7 @@ from apps.api.scopes import OWNER_SCOPES
 from apps.common.errors import ServiceError
 from apps.common.keyset import Keyset, paginate
 from apps.common.security import content_security_policy
-from apps.common.sorting import ListSorts, SortColumn, sorted_list
+from apps.common.sorting import ListSorts, SortColumn, sorted_list, time_or_never
 from apps.mcp_server.authorization import oauth_parameter_problem
 from apps.mcp_server.forms import ConsentForm
 from apps.mcp_server.oauth import (
@@ -252,7 +251,6 @@ def _origin(uri: str | None) -> str:
 
 
 CONNECTION_PAGE_SIZE = 25
-NEVER = datetime(1970, 1, 1, tzinfo=UTC)  # a connection never used sorts below the used ones
 # An Agent has a handful of connected applications: the other orders sort the few rows
 # `connapp_agent_created` finds, so they need no index of their own.
 CONNECTION_SORTS = ListSorts(
@@ -263,7 +261,7 @@ CONNECTION_SORTS = ListSorts(
         SortColumn(
             "last_used",
             "Last used",
-            Coalesce(F("last_used_at"), Value(NEVER), output_field=DateTimeField()),
+            time_or_never("last_used_at"),
             "time",
         ),
     ),

@@ -6,11 +6,9 @@ Thin: every rule lives in apps.tools.services and selectors, shared with the API
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from django.contrib import messages
-from django.db.models import DateTimeField, F, Value
-from django.db.models.functions import Coalesce, Lower
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -18,7 +16,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import ServiceError
 from apps.common.keyset import paginate
-from apps.common.sorting import ListSorts, SortColumn, sorted_list
+from apps.common.sorting import ListSorts, SortColumn, sorted_list, time_or_never
 from apps.tools import selectors, services
 from apps.tools.api import DISCOVERY_KEYSET, SERVER_KEYSET, TOOL_KEYSET
 from apps.tools.models import McpServer
@@ -35,7 +33,6 @@ DETAIL_TEMPLATE = "tools/server_detail.html"
 PAGE_SIZE = 50
 SERVER_PAGE_SIZE = 25  # as every other console list
 HEADER_ROWS = 3
-NEVER = datetime(1970, 1, 1, tzinfo=UTC)  # a server never discovered sorts below the others
 # An Agent connects a handful of servers: these orders sort the few rows `tools_server_list`
 # finds, so they need no index of their own.
 SERVER_SORTS = ListSorts(
@@ -47,7 +44,7 @@ SERVER_SORTS = ListSorts(
         SortColumn(
             "discovered",
             "Last discovered",
-            Coalesce(F("last_discovered_at"), Value(NEVER), output_field=DateTimeField()),
+            time_or_never("last_discovered_at"),
             "time",
         ),
     ),

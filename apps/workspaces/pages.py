@@ -1,11 +1,9 @@
 """Console pages of the workspaces app: sign-in, Agent switcher, API keys."""
 
-from datetime import UTC, datetime
-
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.db.models import DateTimeField, F, Value
-from django.db.models.functions import Coalesce, Lower
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -14,7 +12,7 @@ from django.views.decorators.http import require_POST
 from apps.api.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.common.errors import InsufficientScope, ServiceError
 from apps.common.keyset import paginate
-from apps.common.sorting import ListSorts, SortColumn, sorted_list
+from apps.common.sorting import ListSorts, SortColumn, sorted_list, time_or_never
 from apps.workspaces.api import API_KEY_KEYSET
 from apps.workspaces.console import (
     SESSION_AGENT_KEY,
@@ -45,7 +43,6 @@ KEYS = RowNoun("key", "keys")
 KEY_PAGE_SIZE = 25
 # An Agent has tens of keys, not thousands: these orders sort its few rows found through
 # `apikey_agent_created`, so they need no index of their own.
-NEVER = datetime(1970, 1, 1, tzinfo=UTC)  # a key never used sorts below every used one
 API_KEY_SORTS = ListSorts(
     API_KEY_KEYSET,
     (
@@ -54,7 +51,7 @@ API_KEY_SORTS = ListSorts(
         SortColumn(
             "last_used",
             "Last used",
-            Coalesce(F("last_used_at"), Value(NEVER), output_field=DateTimeField()),
+            time_or_never("last_used_at"),
             "time",
         ),
     ),
