@@ -18,8 +18,10 @@ a link that sorts by the column (a click on the current column turns it around),
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from django.db.models import Expression, QuerySet
+from django.db.models import DateTimeField, Expression, F, QuerySet, Value
+from django.db.models.functions import Coalesce
 
 from apps.common.keyset import Keyset
 
@@ -27,6 +29,15 @@ SORT_PARAM = "sort"
 DIRECTION_PARAM = "dir"
 # The name an expression column is annotated as (and its keyset's field).
 SORT_ANNOTATION = "sort_value"
+
+
+# What a missing time sorts as: below every real one ("never used" last when newest first).
+NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def time_or_never(field: str) -> Expression:
+    """A nullable time column to sort by: a missing time sorts as `NEVER`."""
+    return Coalesce(F(field), Value(NEVER), output_field=DateTimeField())
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 from oauth2_provider.exceptions import OAuthToolkitError
@@ -18,7 +20,9 @@ from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from apps.api.scopes import OWNER_SCOPES
 from apps.common.errors import ServiceError
+from apps.common.keyset import Keyset, paginate
 from apps.common.security import content_security_policy
+from apps.common.sorting import ListSorts, SortColumn, sorted_list, time_or_never
 from apps.mcp_server.authorization import oauth_parameter_problem
 from apps.mcp_server.forms import ConsentForm
 from apps.mcp_server.oauth import (
@@ -29,6 +33,7 @@ from apps.mcp_server.oauth import (
     redirect_uri_problem,
 )
 from apps.mcp_server.selectors import (
+    CONNECTION_STATUSES,
     connected_app_get,
     connected_app_list,
 )
@@ -37,7 +42,13 @@ from apps.mcp_server.services import (
     connected_app_grant_check,
     connected_app_revoke,
 )
-from apps.workspaces.console import ConsoleRequest, console_view
+from apps.workspaces.console import (
+    ConsoleRequest,
+    bounded_count,
+    console_view,
+    keyset_page,
+    render_page,
+)
 from apps.workspaces.models import Agent
 from apps.workspaces.selectors import agent_list_for_user, owned_workspace_ids
 
@@ -239,16 +250,50 @@ def _origin(uri: str | None) -> str:
     return origin if _CSP_ORIGIN.match(origin) else ""
 
 
+CONNECTION_PAGE_SIZE = 25
+# An Agent has a handful of connected applications: the other orders sort the few rows
+# `connapp_agent_created` finds, so they need no index of their own.
+CONNECTION_SORTS = ListSorts(
+    Keyset("connected-apps", "created_at", descending=True),
+    (
+        SortColumn("created", "Connected", "created_at", "time"),
+        SortColumn("name", "Application", Lower(F("application__name")), "text", "asc"),
+        SortColumn(
+            "last_used",
+            "Last used",
+            time_or_never("last_used_at"),
+            "time",
+        ),
+    ),
+)
+
+
 @console_view
 def connected_app_list_page(request: ConsoleRequest) -> HttpResponse:
-    return render(
+    status = request.GET.get("status", "")
+    if status not in CONNECTION_STATUSES:
+        status = ""
+    connections = connected_app_list(agent=request.agent, status=status)
+    ordered, keyset, sort_columns = sorted_list(CONNECTION_SORTS, connections, request.GET)
+    page, page_error = keyset_page(
         request,
-        "mcp_server/connected_apps.html",
-        {
-            "section": "connected_apps",
-            "connections": connected_app_list(agent=request.agent),
-            "scope_descriptions": GRANTABLE_SCOPES,
-        },
+        lambda cursor: paginate(ordered, keyset=keyset, page=cursor),
+        limit=CONNECTION_PAGE_SIZE,
+    )
+    context = {
+        "section": "connected_apps",
+        "page": page,
+        "error": page_error,
+        "count": bounded_count(connections),
+        "filtering": bool(status),
+        "status": status,
+        "statuses": (("active", "Connected"), ("revoked", "Disconnected")),
+        "sort_columns": sort_columns,
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
+        "scope_descriptions": GRANTABLE_SCOPES,
+    }
+    return render_page(
+        request, "mcp_server/connected_apps.html", context, partial="connected-app-list"
     )
 
 

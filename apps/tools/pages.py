@@ -7,6 +7,8 @@ Thin: every rule lives in apps.tools.services and selectors, shared with the API
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -14,21 +16,49 @@ from django_htmx.http import HttpResponseStopPolling
 
 from apps.common.errors import ServiceError
 from apps.common.keyset import paginate
+from apps.common.sorting import ListSorts, SortColumn, sorted_list, time_or_never
 from apps.tools import selectors, services
 from apps.tools.api import DISCOVERY_KEYSET, SERVER_KEYSET, TOOL_KEYSET
-from apps.workspaces.console import ConsoleRequest, console_view, keyset_page
+from apps.tools.models import McpServer
+from apps.workspaces.console import (
+    ConsoleRequest,
+    bounded_count,
+    console_view,
+    keyset_page,
+    render_page,
+)
 
 LIST_TEMPLATE = "tools/server_list.html"
 DETAIL_TEMPLATE = "tools/server_detail.html"
 PAGE_SIZE = 50
+SERVER_PAGE_SIZE = 25  # as every other console list
 HEADER_ROWS = 3
+# An Agent connects a handful of servers: these orders sort the few rows `tools_server_list`
+# finds, so they need no index of their own.
+SERVER_SORTS = ListSorts(
+    SERVER_KEYSET,
+    (
+        SortColumn("created", "Added", "created_at", "time"),
+        SortColumn("name", "Server", Lower(F("name")), "text", "asc"),
+        SortColumn("tools", "Tools", "tool_count", "number", css="num"),
+        SortColumn(
+            "discovered",
+            "Last discovered",
+            time_or_never("last_discovered_at"),
+            "time",
+        ),
+    ),
+)
+ENABLED_CHOICES = (("yes", "Enabled"), ("no", "Disabled"))
 
 
-def _page(queryset, keyset, request: ConsoleRequest, *, param: str = "after"):
+def _page(
+    queryset, keyset, request: ConsoleRequest, *, param: str = "after", size: int = PAGE_SIZE
+):
     page, _stale = keyset_page(
         request,
         lambda page: paginate(queryset, keyset=keyset, page=page),
-        limit=PAGE_SIZE,
+        limit=size,
         param=param,
     )
     return page
@@ -45,10 +75,29 @@ def _headers_from_form(request: ConsoleRequest) -> dict[str, str]:
 
 
 def _list(request: ConsoleRequest, *, status: int = 200, form: dict | None = None) -> HttpResponse:
-    page = _page(selectors.server_list(agent=request.agent), SERVER_KEYSET, request)
+    servers = selectors.server_list(agent=request.agent)
+    server_status = request.GET.get("status", "")
+    if server_status in McpServer.Status.values:
+        servers = servers.filter(status=server_status)
+    else:
+        server_status = ""
+    enabled = request.GET.get("enabled", "")
+    if enabled in ("yes", "no"):
+        servers = servers.filter(enabled=enabled == "yes")
+    else:
+        enabled = ""
+    ordered, keyset, sort_columns = sorted_list(SERVER_SORTS, servers, request.GET)
+    page = _page(ordered, keyset, request, size=SERVER_PAGE_SIZE)
     context = {
         "section": "tools",
         "servers": page.rows,
+        "count": bounded_count(servers),
+        "filtering": bool(server_status or enabled),
+        "server_status": server_status,
+        "server_statuses": McpServer.Status.choices,
+        "enabled": enabled,
+        "enabled_choices": ENABLED_CHOICES,
+        "sort_columns": sort_columns,
         "next_cursor": page.next_cursor,
         "previous_cursor": page.previous_cursor,
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
@@ -57,7 +106,7 @@ def _list(request: ConsoleRequest, *, status: int = 200, form: dict | None = Non
         "tools_used": selectors.tools_used(agent=request.agent),
         "tools_used_runs": selectors.TOOLS_USED_RUNS,
     }
-    return render(request, LIST_TEMPLATE, context, status=status)
+    return render_page(request, LIST_TEMPLATE, context, partial="server-table", status=status)
 
 
 @require_GET

@@ -2,6 +2,8 @@
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -9,23 +11,51 @@ from django.views.decorators.http import require_POST
 
 from apps.api.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.common.errors import InsufficientScope, ServiceError
+from apps.common.keyset import paginate
+from apps.common.sorting import ListSorts, SortColumn, sorted_list, time_or_never
+from apps.workspaces.api import API_KEY_KEYSET
 from apps.workspaces.console import (
     SESSION_AGENT_KEY,
     ConsoleRequest,
     RowNoun,
+    bounded_count,
     bulk_apply,
     bulk_confirm,
     bulk_ticked,
     console_agent_remember,
     console_view,
+    keyset_page,
+    render_page,
 )
 from apps.workspaces.forms import ApiKeyCreateForm
-from apps.workspaces.selectors import agent_list_for_user, api_key_list
+from apps.workspaces.selectors import (
+    API_KEY_STATUSES,
+    agent_list_for_user,
+    api_key_filter,
+    api_key_list,
+)
 from apps.workspaces.services import api_key_create_by_member, api_key_revoke
 
 NEW_KEY_SESSION_KEY = "console_new_api_key"
 
 KEYS = RowNoun("key", "keys")
+
+KEY_PAGE_SIZE = 25
+# An Agent has tens of keys, not thousands: these orders sort its few rows found through
+# `apikey_agent_created`, so they need no index of their own.
+API_KEY_SORTS = ListSorts(
+    API_KEY_KEYSET,
+    (
+        SortColumn("created", "Created", "created_at", "time"),
+        SortColumn("name", "Name", Lower(F("name")), "text", "asc"),
+        SortColumn(
+            "last_used",
+            "Last used",
+            time_or_never("last_used_at"),
+            "time",
+        ),
+    ),
+)
 
 
 class LoginView(auth_views.LoginView):
@@ -50,19 +80,34 @@ def agent_switch(request: ConsoleRequest) -> HttpResponse:
 def _api_key_page(
     request: ConsoleRequest, form: ApiKeyCreateForm, *, status: int = 200
 ) -> HttpResponse:
-    return render(
-        request,
-        "workspaces/api_key_list.html",
-        {
-            "section": "api_keys",
-            "form": form,
-            "keys": api_key_list(agent=request.agent),
-            "scope_descriptions": ALL_SCOPES,
-            "owner_scopes": OWNER_SCOPES,
-            "new_key": request.session.pop(NEW_KEY_SESSION_KEY, None),
-            "bulk_actions": [("revoke", "Revoke", True)],
-        },
-        status=status,
+    key_status = request.GET.get("status", "")
+    if key_status not in API_KEY_STATUSES:
+        key_status = ""
+    search = request.GET.get("q", "").strip()[:200]
+    keys = api_key_filter(api_key_list(agent=request.agent), status=key_status, search=search)
+    ordered, keyset, sort_columns = sorted_list(API_KEY_SORTS, keys, request.GET)
+    page, page_error = keyset_page(
+        request, lambda cursor: paginate(ordered, keyset=keyset, page=cursor), limit=KEY_PAGE_SIZE
+    )
+    context = {
+        "section": "api_keys",
+        "form": form,
+        "page": page,
+        "error": page_error,
+        "count": bounded_count(keys),
+        "filtering": bool(key_status or search),
+        "key_status": key_status,
+        "key_statuses": [(value, value.capitalize()) for value in API_KEY_STATUSES],
+        "q": search,
+        "sort_columns": sort_columns,
+        "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
+        "scope_descriptions": ALL_SCOPES,
+        "owner_scopes": OWNER_SCOPES,
+        "new_key": request.session.pop(NEW_KEY_SESSION_KEY, None),
+        "bulk_actions": [("revoke", "Revoke", True)],
+    }
+    return render_page(
+        request, "workspaces/api_key_list.html", context, partial="api-key-table", status=status
     )
 
 

@@ -71,6 +71,27 @@ def api_key_list(*, agent: Agent) -> QuerySet[ApiKey]:
     )
 
 
+API_KEY_STATUSES = ("active", "expired", "revoked")
+
+
+def api_key_filter(
+    keys: QuerySet[ApiKey], *, status: str = "", search: str = ""
+) -> QuerySet[ApiKey]:
+    """The keys of the API keys page's filters: a status (active, expired — not revoked but
+    past its expiry — or revoked) and a name search. An unknown status filters nothing."""
+    if status == "revoked":
+        keys = keys.filter(revoked_at__isnull=False)
+    elif status == "expired":
+        keys = keys.filter(revoked_at__isnull=True, expires_at__lte=Now())
+    elif status == "active":
+        keys = keys.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
+        )
+    if search:
+        keys = keys.filter(name__icontains=search)
+    return keys
+
+
 def owned_workspace_ids(*, user) -> set[str]:
     return set(
         Membership.objects.filter(user=user, role=Membership.Role.OWNER).values_list(

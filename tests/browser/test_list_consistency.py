@@ -12,9 +12,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from oauth2_provider.models import get_application_model
 
 from apps.knowledge.models import KnowledgeDocument
+from apps.mcp_server.models import ConnectedApplication
+from apps.tools.models import McpServer
+from apps.workspaces.models import ApiKey
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
+from tests.factories import agent_factory, api_key_factory
 from tests.webhooks.factories import delivery_factory, webhook_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,12 +39,31 @@ class ListPage:
     column: str  # the header the test clicks
     key: str  # JS: a row element -> the text the order is judged by
     expected: list[str]  # every row's key in the order the click asks for
-    filter_control: str  # a <select> of the filter form
+    filter_control: str  # a <select> (or, with `search`, a search box) of the filter form
     filter_value: str
     filtered: int  # rows left by the filter
+    search: bool = False
 
 
-def _fill(agent) -> list[ListPage]:
+def _connect(agent, user, n: int) -> None:
+    """A connected application named `App nn`, disconnected when n % 5 == 0."""
+    application = get_application_model().objects.create(
+        name=f"App {n:02d}",
+        client_type="public",
+        authorization_grant_type="authorization-code",
+        redirect_uris="http://127.0.0.1/callback",
+    )
+    grant_key, _ = api_key_factory(agent=agent, scopes=["runs:read"], name=f"grant {n}")
+    ApiKey.objects.filter(pk=grant_key.pk).update(kind=ApiKey.Kind.CONNECTED_APP)
+    connection = ConnectedApplication.objects.create(
+        agent=agent, application=application, user=user, grant_key=grant_key
+    )
+    ConnectedApplication.objects.filter(pk=connection.pk).update(
+        created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 5 == 0 else None
+    )
+
+
+def _fill(agent, owner) -> list[ListPage]:
     # The runs' conversation, started last of all.
     conversation = conversation_factory(
         agent=agent, title=f"Chat {ROWS}", status="completed", created_at=T0, updated_at=T0
@@ -83,6 +107,19 @@ def _fill(agent) -> list[ListPage]:
             created_at=T0 - timedelta(days=1, minutes=ROWS - n),
             updated_at=T0 + timedelta(days=1, minutes=ROWS - n),  # the reverse of created
         )
+        key, _ = api_key_factory(agent=agent, scopes=["runs:read"], name=f"Key {n:02d}")
+        ApiKey.objects.filter(pk=key.pk).update(
+            created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 3 == 0 else None
+        )
+        _connect(agent, owner, n)
+        agent_factory(workspace=agent.workspace, name=f"Bot-{n:02d}")
+        McpServer.objects.create(
+            agent=agent,
+            name=f"Server {n:02d}",
+            url=f"https://tools-{n}.example.com/mcp",
+            status="failed" if n % 5 == 0 else "connected",
+            tool_count=n,
+        )
     numbers = range(ROWS)
     return [
         ListPage(
@@ -111,6 +148,27 @@ def _fill(agent) -> list[ListPage]:
             # Newest started first.
             [f"Chat {n:02d}" for n in reversed(range(ROWS + 1))], "status", "failed", 3,
         ),
+        ListPage(
+            "/api-keys/", "api-key-table", "keys", "name",
+            "row => row.querySelector('td[data-label=Name]')?.textContent.trim()",
+            [f"Key {n:02d}" for n in numbers], "status", "revoked", 10,
+        ),
+        ListPage(
+            "/agents/", "agent-table", "active Agents", "name",
+            "row => row.querySelector('td[data-label=Name] a')?.textContent.trim()",
+            # The workspace's own Agent ("Support Agent") sorts after the bots.
+            [f"Bot-{n:02d}" for n in numbers] + [agent.name], "q", "Bot-1", 10, search=True,
+        ),
+        ListPage(
+            "/tools/", "server-table", "servers", "name",
+            "row => row.querySelector('a.server-name')?.textContent.trim()",
+            [f"Server {n:02d}" for n in numbers], "status", "failed", 6,
+        ),
+        ListPage(
+            "/connected-apps/", "connected-app-list", "applications", "name",
+            "row => row.querySelector('td[data-label=Application]')?.textContent.trim()",
+            [f"App {n:02d}" for n in numbers], "status", "revoked", 6,
+        ),
     ]  # fmt: skip
 
 
@@ -133,7 +191,7 @@ def _settle(page) -> None:
 
 @pytest.fixture
 def lists(agent, owner):
-    return _fill(agent)
+    return _fill(agent, owner)
 
 
 def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, lists):
@@ -190,7 +248,10 @@ def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, li
         assert _keys(page, spec) == reverse[:PAGE], spec.path
 
         # The filter narrows the rows and the count, and keeps the order.
-        page.locator(f"select[name={spec.filter_control}]").select_option(spec.filter_value)
+        if spec.search:
+            page.locator(f"input[name={spec.filter_control}]").fill(spec.filter_value)
+        else:
+            page.locator(f"select[name={spec.filter_control}]").select_option(spec.filter_value)
         page.wait_for_url(f"**{spec.filter_control}={spec.filter_value}**")
         _settle(page)
         count = _count(page, spec)

@@ -3,6 +3,7 @@ ends it, what the raw OAuth tokens can and cannot do, and the consent page's rul
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from html import unescape
 from urllib.parse import parse_qs, urlsplit
@@ -26,6 +27,7 @@ from tests.mcp_server.conftest import (
     authorize_query,
     consent_form,
     mcp_post,
+    obtain_grant,
     off_the_event_loop,
     pkce_pair,
     register_client,
@@ -350,3 +352,28 @@ def test_the_hourly_sweep_removes_expired_tokens(grant_for, owner, agent):
     assert not SpentAuthorizationCode.objects.exists()
     # The grant itself stays until someone disconnects it.
     assert ConnectedApplication.objects.filter(agent=agent, revoked_at__isnull=True).exists()
+
+
+def test_connected_apps_list_counts_sorts_and_filters(owner, agent):
+    for name in ("zed Editor", "Alpha Desktop", "Mid IDE"):
+        obtain_grant(owner, agent, ["runs:read"], client_id=register_client(name))
+    connections = {c.application.name: c for c in ConnectedApplication.objects.filter(agent=agent)}
+    connected_app_revoke(connection=connections["Mid IDE"], by_user=owner)
+    ConnectedApplication.objects.filter(pk=connections["zed Editor"].pk).update(
+        last_used_at=timezone.now()
+    )
+    browser = console_client(owner, agent)
+
+    def names(query: str) -> list[str]:
+        html = browser.get(f"/connected-apps/?{query}").content.decode()
+        return re.findall(r'<td data-label="Application" class="name">([^<]+)</td>', html)
+
+    assert names("sort=name&dir=asc") == ["Alpha Desktop", "Mid IDE", "zed Editor"]
+    assert names("sort=name&dir=desc") == ["zed Editor", "Mid IDE", "Alpha Desktop"]
+    assert names("sort=last_used&dir=desc")[0] == "zed Editor"
+    assert names("status=active&sort=name&dir=asc") == ["Alpha Desktop", "zed Editor"]
+    assert names("status=revoked") == ["Mid IDE"]
+    assert len(names("status=bogus")) == 3
+    page = browser.get("/connected-apps/?status=revoked").content.decode()
+    assert "1 application matches these filters" in page
+    assert "3 applications" in browser.get("/connected-apps/").content.decode()

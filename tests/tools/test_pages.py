@@ -3,6 +3,9 @@ status polling, tool toggles over htmx; members read, owners change; other Agent
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from apps.tools import services, tasks
@@ -161,3 +164,48 @@ def test_knowledge_search_is_listed_while_on_even_before_a_run_uses_it(owner_cli
     html = owner_client.get("/tools/").content.decode()
     row = html.split('id="tool-used-search_knowledge"', 1)[1].split("</tr>", 1)[0]
     assert "Built-in" in row and "Not used yet" in row
+
+
+def _server_names(html: str) -> list[str]:
+    return re.findall(r'class="server-name">([^<]+)</a>', html)
+
+
+def test_server_list_counts_sorts_and_filters(owner_client, agent):
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    for name, state, enabled, tools, discovered in (
+        ("beta", "connected", True, 5, t0),
+        ("Alpha", "failed", True, 0, None),
+        ("gamma", "connected", False, 2, t0 + timedelta(days=1)),
+    ):
+        McpServer.objects.create(
+            agent=agent,
+            name=name,
+            url=f"https://{name.lower()}.example.com/mcp",
+            status=state,
+            enabled=enabled,
+            tool_count=tools,
+            last_discovered_at=discovered,
+        )
+    html = owner_client.get("/tools/").content.decode()
+    assert "3 servers" in html and 'data-sort="name"' in html
+    assert _server_names(owner_client.get("/tools/?sort=name&dir=asc").content.decode()) == [
+        "Alpha",
+        "beta",
+        "gamma",
+    ]
+    by_tools = owner_client.get("/tools/?sort=tools&dir=desc").content.decode()
+    assert _server_names(by_tools) == ["beta", "gamma", "Alpha"]
+    # Never discovered sorts below every discovered server.
+    by_discovery = owner_client.get("/tools/?sort=discovered&dir=desc").content.decode()
+    assert _server_names(by_discovery) == ["gamma", "beta", "Alpha"]
+    connected = owner_client.get("/tools/?status=connected&sort=name&dir=asc").content.decode()
+    assert _server_names(connected) == ["beta", "gamma"]
+    assert "2 servers match these filters" in connected
+    disabled = owner_client.get("/tools/?enabled=no").content.decode()
+    assert _server_names(disabled) == ["gamma"]
+    assert len(_server_names(owner_client.get("/tools/?status=bogus").content.decode())) == 3
+    partial = owner_client.get(
+        "/tools/?status=failed", headers={"HX-Target": "server-table", **HTMX}
+    )
+    assert _server_names(partial.content.decode()) == ["Alpha"]
+    assert "add-server-form" not in partial.content.decode()

@@ -1,11 +1,14 @@
 """The Agents pages: list (active/archived), create, edit with history and restore,
 archive/restore for owners only; members view and edit; another workspace's Agent is 404."""
 
+import re
+
 import pytest
 from django.test import Client
 
 from apps.workspaces.models import Agent, AgentRevision
 from apps.workspaces.services import actor_for_user, agent_update
+from tests.factories import agent_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -217,3 +220,31 @@ def test_another_workspaces_agent_is_404(owner_client, other_agent):
     assert owner_client.post(restore).status_code == 404
     other_agent.refresh_from_db()
     assert other_agent.name == "Theirs"
+
+
+def _agent_names(page: str) -> list[str]:
+    return re.findall(r'<td data-label="Name" class="name"><a href="[^"]+">([^<]+)</a>', page)
+
+
+def test_agents_list_counts_sorts_and_searches(owner_client, agent, workspace):
+    for name in ("zeta Bot", "Alpha bot", "Mid Agent"):
+        agent_factory(workspace=workspace, name=name)
+    Agent.objects.filter(name="Mid Agent").update(status=Agent.Status.ARCHIVED)
+    page = owner_client.get("/agents/").content.decode()
+    assert "3 active Agents" in page
+    assert _agent_names(owner_client.get("/agents/?sort=name&dir=asc").content.decode()) == [
+        "Alpha bot",
+        "Support Agent",
+        "zeta Bot",
+    ]
+    assert _agent_names(owner_client.get("/agents/?sort=name&dir=desc").content.decode()) == [
+        "zeta Bot",
+        "Support Agent",
+        "Alpha bot",
+    ]
+    found = owner_client.get("/agents/?q=BOT").content.decode()
+    assert sorted(_agent_names(found)) == ["Alpha bot", "zeta Bot"]
+    assert "2 active Agents match this search" in found
+    archived = owner_client.get("/agents/?status=archived&q=mid").content.decode()
+    assert _agent_names(archived) == ["Mid Agent"]
+    assert "1 archived Agent matches this search" in archived

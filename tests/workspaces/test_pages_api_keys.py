@@ -1,11 +1,13 @@
 """The API keys page: create (secret once), list, revoke; owners and members."""
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from apps.workspaces.models import ApiKey
 from tests.conftest import ApiClient
+from tests.factories import api_key_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -199,3 +201,33 @@ def test_a_member_bulk_revoking_others_keys_is_told_why_they_stay(member, agent,
     )
     owners_key.refresh_from_db()
     assert owners_key.revoked_at is None
+
+
+def _names_on(page: str) -> list[str]:
+    return re.findall(r'<td data-label="Name" class="name">([^<]+)</td>', page)
+
+
+def test_filters_by_status_and_name_and_sorts_by_last_use(owner_client, agent, owner):
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    keys = {}
+    for name in ("Live used", "Live unused", "Expired job", "Revoked job"):
+        keys[name], _ = api_key_factory(agent=agent, scopes=["runs:read"], name=name)
+    ApiKey.objects.filter(pk=keys["Live used"].pk).update(last_used_at=t0)
+    ApiKey.objects.filter(pk=keys["Expired job"].pk).update(
+        expires_at=t0, last_used_at=t0 - timedelta(days=1)
+    )
+    ApiKey.objects.filter(pk=keys["Revoked job"].pk).update(revoked_at=t0)
+
+    def names(query: str) -> list[str]:
+        return _names_on(owner_client.get(f"/api-keys/?{query}").content.decode())
+
+    assert sorted(names("status=active")) == ["Live unused", "Live used"]
+    assert names("status=expired") == ["Expired job"]
+    assert names("status=revoked") == ["Revoked job"]
+    assert sorted(names("q=JOB")) == ["Expired job", "Revoked job"]
+    assert len(names("status=bogus")) == 4  # an unknown status filters nothing
+    # Never used sorts below every used key, whichever way round.
+    assert names("sort=last_used&dir=desc")[:2] == ["Live used", "Expired job"]
+    assert names("sort=last_used&dir=asc")[2:] == ["Expired job", "Live used"]
+    page = owner_client.get("/api-keys/?status=revoked").content.decode()
+    assert "1 key matches these filters" in page
