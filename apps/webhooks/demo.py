@@ -90,6 +90,17 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
         ]
     )
     runs = recent + old
+    # The newest few that could have been tried by now keep failing, and every delivery that
+    # succeeds finished before the third of those was first tried: the badge reads "failing"
+    # whatever the demo's run times (a run that ended seconds ago has no attempt yet).
+    sent = {run.pk: run.completed_at or run.updated_at for run in runs}
+    triable = sorted(
+        (run for run in recent if sent[run.pk] <= now - timedelta(seconds=11)),
+        key=lambda run: sent[run.pk],
+        reverse=True,
+    )
+    failing = {run.pk for run in triable[:3]}
+    quiet_before = min((sent[pk] for pk in failing), default=now) - timedelta(seconds=60)
     with transaction.atomic():
         webhook = Webhook.objects.create(
             agent=agent,
@@ -100,7 +111,7 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
         )
         deliveries, attempts = [], []
         for index, run in enumerate(runs):
-            sent_at = run.completed_at or run.updated_at
+            sent_at = sent[run.pk]
             delivery = WebhookDelivery(
                 webhook=webhook,
                 agent=agent,
@@ -110,7 +121,7 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
                 created_at=sent_at,
             )
             # Every attempt is in the past: one whose time has not come is the next one due.
-            if index < 3:  # the newest few keep failing and wait for their next retry
+            if run.pk in failing:  # the newest few keep failing and wait for their next retry
                 tried, due = _schedule_walk(
                     delivery, failures=3, succeeds=False, at=sent_at, now=now, rng=rng
                 )
@@ -120,7 +131,7 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
                     delivery, failures=failures, succeeds=False, at=sent_at, now=now, rng=rng
                 )
             else:  # most succeed at once, some on a retry
-                failures = 1 if rng.random() < 0.15 else 0
+                failures = 1 if rng.random() < 0.15 and sent_at < quiet_before else 0
                 tried, due = _schedule_walk(
                     delivery, failures=failures, succeeds=True, at=sent_at, now=now, rng=rng
                 )
