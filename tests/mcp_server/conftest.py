@@ -86,7 +86,9 @@ def consent_form(browser: Client, query: str) -> dict:
     return {name: form[name].value() or "" for name in form.fields if form[name].is_hidden}
 
 
-def obtain_grant(user, agent, scopes: list[str], *, client_id: str | None = None) -> Grant:
+def code_exchange(user, agent, scopes: list[str], *, client_id: str | None = None) -> dict:
+    """Consent as `user` on `agent` and return the token request that exchanges the code (the
+    PKCE verifier, redirect and resource included), not yet sent."""
     client_id = client_id or register_client()
     verifier, challenge = pkce_pair()
     browser = Client()
@@ -99,20 +101,22 @@ def obtain_grant(user, agent, scopes: list[str], *, client_id: str | None = None
     assert answer.status_code == 302, answer.content
     query = parse_qs(urlsplit(answer["Location"]).query)
     assert "code" in query, answer["Location"]
-    token = Client().post(
-        "/oauth/token/",
-        {
-            "grant_type": "authorization_code",
-            "code": query["code"][0],
-            "redirect_uri": REDIRECT_URI,
-            "client_id": client_id,
-            "code_verifier": verifier,
-            "resource": MCP_RESOURCE,
-        },
-    )
+    return {
+        "grant_type": "authorization_code",
+        "code": query["code"][0],
+        "redirect_uri": REDIRECT_URI,
+        "client_id": client_id,
+        "code_verifier": verifier,
+        "resource": MCP_RESOURCE,
+    }
+
+
+def obtain_grant(user, agent, scopes: list[str], *, client_id: str | None = None) -> Grant:
+    exchange = code_exchange(user, agent, scopes, client_id=client_id)
+    token = Client().post("/oauth/token/", exchange)
     assert token.status_code == 200, token.content
     body = token.json()
-    return Grant(client_id, body["access_token"], body["refresh_token"], body["scope"])
+    return Grant(exchange["client_id"], body["access_token"], body["refresh_token"], body["scope"])
 
 
 def off_the_event_loop(call):

@@ -20,9 +20,9 @@ from apps.mcp_server.models import ConnectedApplication
 from apps.mcp_server.oauth import TOOL_SCOPES
 from tests.mcp_server.conftest import (
     MCP_RESOURCE,
-    REDIRECT_URI,
     authorize_query,
     client_metadata,
+    code_exchange,
     consent_form,
     mcp_post,
     obtain_grant,
@@ -394,24 +394,8 @@ def test_the_consent_page_pre_ticks_only_what_the_tools_need(owner):
 
 
 def test_a_replayed_code_revokes_the_tokens_issued_from_it(owner, agent):
-    client_id = register_client()
-    verifier, challenge = pkce_pair()
-    browser = Client()
-    browser.force_login(owner)
-    fields = consent_form(browser, authorize_query(client_id, challenge, "runs:read"))
-    answer = browser.post(
-        "/oauth/authorize/",
-        {**fields, "agent_id": agent.pk, "granted_scopes": ["runs:read"], "allow": "1"},
-    )
-    code = parse_qs(urlsplit(answer["Location"]).query)["code"][0]
-    exchange = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": REDIRECT_URI,
-        "client_id": client_id,
-        "code_verifier": verifier,
-        "resource": MCP_RESOURCE,
-    }
+    exchange = code_exchange(owner, agent, ["runs:read"])
+    client_id = exchange["client_id"]
     first = Client().post("/oauth/token/", exchange)
     assert first.status_code == 200
     tokens = first.json()

@@ -18,10 +18,9 @@ from oauth2_provider.models import Application
 
 from tests.api.test_hostile_bodies import DEEP_VALUES, LARGE_BODIES, OTHER_VALUES
 from tests.mcp_server.conftest import (
-    MCP_RESOURCE,
-    REDIRECT_URI,
     authorize_query,
     client_metadata,
+    code_exchange,
     consent_form,
     obtain_grant,
     pkce_pair,
@@ -315,24 +314,7 @@ def test_hostile_mcp_headers(grant):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_exchanges_of_one_code_issue_at_most_one_token(live_server, owner, agent):
     for _round in range(3):
-        client_id = register_client()
-        verifier, challenge = pkce_pair()
-        browser = Client()
-        browser.force_login(owner)
-        fields = consent_form(browser, authorize_query(client_id, challenge, "runs:read"))
-        answer = browser.post(
-            "/oauth/authorize/",
-            {**fields, "agent_id": agent.pk, "granted_scopes": ["runs:read"], "allow": "1"},
-        )
-        code = parse_qs(urlsplit(answer["Location"]).query)["code"][0]
-        body = {
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": REDIRECT_URI,
-            "client_id": client_id,
-            "code_verifier": verifier,
-            "resource": MCP_RESOURCE,
-        }
+        body = code_exchange(owner, agent, ["runs:read"])
 
         def exchange(_index, body=body):
             return httpx.post(f"{live_server.url}/oauth/token/", data=body, timeout=30)
