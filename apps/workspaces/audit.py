@@ -30,6 +30,7 @@ from django.http import HttpRequest, HttpResponse
 
 from apps.common.time import iso
 from apps.workspaces.models import ActorType, ApiKey, AuditEvent
+from apps.workspaces.rendering import person_name
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def actor_for_user(user) -> Actor:
     return Actor(
         type=ActorType.USER,
         id=user.email or user.get_username(),
-        name=user.get_full_name() or user.email or user.get_username(),
+        name=person_name(user),
     )
 
 

@@ -110,3 +110,8 @@ def audit_event_to_row(event: AuditEvent) -> dict:
         "changes": event.changes,
         "request_id": data["request_id"],
     }
+
+
+def person_name(user) -> str:
+    """How the console, e-mails and the audit log name a person: full name, else e-mail."""
+    return user.get_full_name() or user.email or user.get_username()

@@ -23,6 +23,7 @@ from apps.workspaces.console import (
 )
 from apps.workspaces.forms import AccountCreateForm, InvitationCreateForm
 from apps.workspaces.models import Membership
+from apps.workspaces.rendering import person_name
 
 TEAM_TEMPLATE = "workspaces/team.html"
 ACCEPT_TEMPLATE = "workspaces/invitation_accept.html"
@@ -145,7 +146,7 @@ def member_role_page(request: ConsoleRequest, membership_id: str) -> HttpRespons
         )
     except ServiceError as exc:
         return _after(request, None, exc.message)
-    who = _name(membership.user)
+    who = person_name(membership.user)
     return _after(request, f"{who} is now {membership.get_role_display().lower()}.", None)
 
 
@@ -169,7 +170,9 @@ def member_remove_page(request: ConsoleRequest, membership_id: str) -> HttpRespo
         messages.success(request, f"You left {request.workspace.name}.{revoked}")
         return redirect("home")
     return _after(
-        request, f"Removed {_name(removal.user)} from {request.workspace.name}.{revoked}", None
+        request,
+        f"Removed {person_name(removal.user)} from {request.workspace.name}.{revoked}",
+        None,
     )
 
 
@@ -184,13 +187,9 @@ def ownership_transfer_page(request: ConsoleRequest, membership_id: str) -> Http
         return _after(request, None, exc.message)
     return _after(
         request,
-        f"{_name(membership.user)} now owns {request.workspace.name}; you are a member.",
+        f"{person_name(membership.user)} now owns {request.workspace.name}; you are a member.",
         None,
     )
-
-
-def _name(user) -> str:
-    return user.get_full_name() or user.email or user.get_username()
 
 
 # --- The invitation link --------------------------------------------------------------------

@@ -36,6 +36,7 @@ from apps.common.errors import BadRequest, Conflict, InsufficientScope, NotFound
 from apps.workspaces.audit import actor_for_user, audit_diff, audit_record
 from apps.workspaces.events import MemberRemoved, announce_member_removed
 from apps.workspaces.models import ApiKey, Invitation, Membership, Workspace
+from apps.workspaces.rendering import person_name
 from apps.workspaces.services.key_cache import api_key_revoke_now
 
 logger = logging.getLogger(__name__)
@@ -96,10 +97,6 @@ def _role_check(role: str) -> str:
     if role not in ROLES:
         raise BadRequest(f"role: choose one of {', '.join(ROLES)}.")
     return role
-
-
-def _display(user) -> str:
-    return user.get_full_name() or user.email or user.get_username()
 
 
 # --- Invitations ----------------------------------------------------------------------------
@@ -163,7 +160,7 @@ def invitation_create(
 def _send_invitation(invitation: Invitation, *, link: str, by_user) -> tuple[bool, str | None]:
     """The invitation e-mail through Django's mail API. A mail server that refuses is reported
     to the owner (who still has the link to send), not an error: the invitation stands."""
-    inviter = _display(by_user) if by_user is not None else "An administrator"
+    inviter = person_name(by_user) if by_user is not None else "An administrator"
     workspace = invitation.workspace.name
     body = (
         f"{inviter} invited you to join the workspace “{workspace}” on the Agent console "
@@ -224,7 +221,7 @@ def _audit_member(membership: Membership, action: str, **extra) -> None:
         action=action,
         target_type="member",
         target_id=str(membership.user.email or membership.user.get_username()),
-        target_name=_display(membership.user),
+        target_name=person_name(membership.user),
         **extra,
     )
 
@@ -336,7 +333,7 @@ def member_role_change(*, workspace: Workspace, membership_id, role: str, by_use
         _owner_check(workspace=workspace, by_user=by_user)
         membership = _membership(workspace=workspace, membership_id=membership_id)
         if membership.role == role:
-            raise Conflict(f"{_display(membership.user)} is already {_a(role)}.")
+            raise Conflict(f"{person_name(membership.user)} is already {_a(role)}.")
         if role == Membership.Role.MEMBER:
             _other_owner_check(membership, doing="demoting")
         before = membership.role
@@ -420,7 +417,7 @@ def ownership_transfer(*, workspace: Workspace, membership_id, by_user) -> Membe
             raise Conflict("You already own this workspace; choose another member.")
         if target.is_owner:
             raise Conflict(
-                f"{_display(target.user)} is already an owner. To step down, change your own "
+                f"{person_name(target.user)} is already an owner. To step down, change your own "
                 "role to member."
             )
         target.role = Membership.Role.OWNER
@@ -431,7 +428,7 @@ def ownership_transfer(*, workspace: Workspace, membership_id, by_user) -> Membe
         _audit_member(
             target,
             "member.ownership_transferred",
-            changes={"from": _display(by_user), "to": _display(target.user)},
+            changes={"from": person_name(by_user), "to": person_name(target.user)},
         )
     return target
 
