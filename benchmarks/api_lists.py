@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+from benchmarks.databases import benchmark_environment  # noqa: E402 - after the path is set
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agent_console_bench"
 
@@ -195,18 +195,7 @@ def main() -> None:
 
     load_before = os.getloadavg()
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
-    ensure_database(database_url)
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        # Production runs with Redis: rate limits and the API key cache live there.
-        "REDIS_URL": os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/7",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "API_RATE_LIMIT": "100000000/minute",
-        "LOG_LEVEL": "WARNING",
-        "DEBUG": "0",
-    }
-    os.environ.update(env)
+    env = benchmark_environment(database_url)
     key, deep_cursor = prepare(args.runs)
 
     first, deep, hundred = CASES

@@ -44,7 +44,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+from benchmarks.databases import benchmark_environment  # noqa: E402 - after the path is set
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agent_console_recording"
 AGENTS = 17
@@ -399,17 +399,7 @@ def main() -> None:
     args.clients = min(args.clients, AGENTS - 1)
 
     database_url = os.environ.get("RECORDING_DATABASE_URL", DEFAULT_URL)
-    ensure_database(database_url)
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "REDIS_URL": os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/7",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "API_RATE_LIMIT": "100000000/minute",
-        "LOG_LEVEL": "WARNING",
-        "DEBUG": "0",
-    }
-    os.environ.update(env)
+    env = benchmark_environment(database_url)
     credentials = prepare(args.clients)
     load_before = os.getloadavg()
     print(

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+from benchmarks.databases import benchmark_environment  # noqa: E402 - after the path is set
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agent_console_scale_10m"
 WORKSPACE = "ws_scale"
@@ -61,17 +61,7 @@ def _run_at(g: str) -> str:
 
 
 def setup_django(database_url: str) -> None:
-    ensure_database(database_url)
-    os.environ.update(
-        {
-            "DATABASE_URL": database_url,
-            "REDIS_URL": os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/7",
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "API_RATE_LIMIT": "100000000/minute",
-            "LOG_LEVEL": "WARNING",
-            "DEBUG": "0",
-        }
-    )
+    benchmark_environment(database_url)
     import django
 
     django.setup()

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import ensure_database  # noqa: E402 - after the path is set
+from benchmarks.databases import benchmark_environment  # noqa: E402 - after the path is set
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agent_console_usage_bench"
 
@@ -174,17 +174,7 @@ def main() -> None:
     args = parser.parse_args()
 
     database_url = os.environ.get("BENCH_USAGE_DATABASE_URL", DEFAULT_URL)
-    ensure_database(database_url)
-    os.environ.update(
-        {
-            "DATABASE_URL": database_url,
-            "REDIS_URL": os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/7",
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "API_RATE_LIMIT": "100000000/minute",
-            "LOG_LEVEL": "WARNING",
-            "DEBUG": "0",
-        }
-    )
+    benchmark_environment(database_url)
     import django
 
     django.setup()
