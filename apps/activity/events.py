@@ -6,7 +6,9 @@ none of them. Listeners run inside the recording transaction, so what they write
 rolls back with the run itself, and they must not do network I/O.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from apps.activity.models import Run
@@ -38,3 +40,30 @@ def announce_runs_recorded(events: list[RunRecorded]) -> None:
     runs_recorded.announce(events)
     for event in events:
         run_recorded.announce(event)
+
+
+# --- Questions answered by whoever knows -----------------------------------------------------------
+# Not announcements: the caller wants an answer. The app that knows registers a provider in its
+# `AppConfig.ready()`; without one the caller works it out from the runs.
+
+# An Agent's turn-latency histograms ({day: {bucket: runs}}, buckets of apps.common.latency) for
+# the days from `first_day` to `last_day`: usage keeps them in its rollup and registers the
+# provider (apps.usage.apps), so the Overview reads O(days) rows, the same ones the Usage page
+# reads, instead of scanning the period's runs.
+LatencyHistograms = Callable[[str, date, date], dict[date, dict[int, int]]]
+_latency_histogram_providers: list[LatencyHistograms] = []
+
+
+def provide_latency_histograms(provider: LatencyHistograms) -> LatencyHistograms:
+    if provider not in _latency_histogram_providers:
+        _latency_histogram_providers.append(provider)
+    return provider
+
+
+def latency_histograms(
+    *, agent_id: str, first_day: date, last_day: date
+) -> dict[date, dict[int, int]] | None:
+    """The days' histograms from the provider, or None without one."""
+    for provider in _latency_histogram_providers:
+        return provider(agent_id, first_day, last_day)
+    return None

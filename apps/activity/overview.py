@@ -2,9 +2,11 @@
 
 Every query reads one Agent's runs in a date range (a preset of the last 7, 30 or 90 days, or
 any range of up to 366 days) through the (agent, -created_at, -id) index, narrowed by the
-optional model, user and status filters. Latency percentiles come from the histogram of
-apps.common.latency (the Usage page's computation), counted in SQL on PostgreSQL and in Python
-on the SQLite embedded default.
+optional model, user and status filters. Latency percentiles come from the histograms of
+apps.common.latency, read off by its one rule: unfiltered, the days' histograms of the usage
+rollup (the rows the Usage page reads, O(days) whatever the runs); filtered by model, user or
+status, which the rollup does not split by, counted from the runs (in SQL on PostgreSQL, in
+Python on the SQLite embedded default).
 """
 
 from collections import defaultdict
@@ -16,6 +18,7 @@ from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncDay
 from django.utils import timezone
 
+from apps.activity.events import latency_histograms
 from apps.activity.models import EndUser, Run, RunStatus
 from apps.common.latency import BOUNDARIES, BUCKET_SQL, bucket_of, merged, percentiles
 from apps.workspaces.models import Agent
@@ -230,9 +233,28 @@ def _credits_by_user(runs, agent_id: str) -> list[UserSpend]:
 def _latency_percentiles(runs, scope: OverviewScope) -> tuple[dict, tuple]:
     """({day: (p50, p95)}, (p50, p95) over the whole range).
 
-    The runs' turn latencies are counted into the histogram buckets of apps.common.latency and
-    read off by its nearest-rank rule: the computation the Usage page makes from its rollup,
-    so the same days give the same numbers on both pages."""
+    The days' histograms (buckets of apps.common.latency) read off by its nearest-rank rule:
+    the Usage page's computation. Unfiltered, they are the usage rollup's rows, so the same
+    days give the same numbers on both pages, including runs retention has since deleted,
+    which the Usage page counts too."""
+    wanted = (50, 95)
+    per_day = _histograms_per_day(runs, scope)
+    days = {day: tuple(percentiles(histogram, wanted)) for day, histogram in per_day.items()}
+    return days, tuple(percentiles(merged(per_day.values()), wanted))
+
+
+def _histograms_per_day(runs, scope: OverviewScope) -> dict[date, dict[int, int]]:
+    if not (scope.model_id or scope.user_id or scope.status):
+        kept = latency_histograms(
+            agent_id=runs.agent_id, first_day=scope.first_day, last_day=scope.last_day
+        )
+        if kept is not None:
+            return kept
+    return _latency_histograms_of_runs(runs, scope)
+
+
+def _latency_histograms_of_runs(runs, scope: OverviewScope) -> dict[date, dict[int, int]]:
+    """The same histograms counted from the runs: a scan of the period's runs."""
     per_day: dict[date, dict[int, int]] = defaultdict(dict)
     if connection.vendor == "postgresql":
         where, params = scope.sql_conditions(runs.agent_id)
@@ -251,9 +273,7 @@ def _latency_percentiles(runs, scope: OverviewScope) -> tuple[dict, tuple]:
         for created_at, latency in latencies.values_list("created_at", "total_turn_latency_ms"):
             histogram = per_day[created_at.astimezone(UTC).date()]
             histogram[bucket_of(latency)] = histogram.get(bucket_of(latency), 0) + 1
-    wanted = (50, 95)
-    days = {day: tuple(percentiles(histogram, wanted)) for day, histogram in per_day.items()}
-    return days, tuple(percentiles(merged(per_day.values()), wanted))
+    return per_day
 
 
 _TOOL_SQL = {

@@ -27,7 +27,7 @@ from apps.activity.transcript import initials_of, message_view, runs_by_turn, sa
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
-from apps.common.sorting import sorted_list
+from apps.common.sorting import ListSorts, sorted_list
 from apps.knowledge import events as knowledge_events
 from apps.workspaces.console import (
     ConsoleRequest,
@@ -446,7 +446,7 @@ class _Export:
     list_url: str
     filters: tuple
     dates: tuple[str, str] | None
-    keyset: Keyset
+    sorts: ListSorts  # the list's orders: the export follows the one its link carries
     render: Callable[[Any], dict]
     model: type[Model]
     query: Callable[[ConsoleRequest, dict], QuerySet]
@@ -457,7 +457,7 @@ _EXPORTS = {
         "activity:conversation_list",
         selectors.CONVERSATION_FILTERS,
         ("updated_after", "updated_before"),
-        selectors.CONVERSATION_KEYSET,
+        selectors.CONVERSATION_SORTS,
         conversation_to_dict,
         Conversation,
         lambda request, filters: selectors.conversation_list(
@@ -468,7 +468,7 @@ _EXPORTS = {
         "activity:user_list",
         selectors.USER_FILTERS,
         None,
-        selectors.USER_KEYSET,
+        selectors.USER_SORTS,
         user_to_dict,
         EndUser,
         lambda request, filters: selectors.user_list(
@@ -482,7 +482,7 @@ _EXPORTS = {
         "activity:run_list",
         selectors.RUN_FILTERS,
         ("created_after", "created_before"),
-        selectors.RUN_KEYSET,
+        selectors.RUN_SORTS,
         run_to_dict,
         Run,
         lambda request, filters: selectors.run_list(agent=request.agent, filters=filters),
@@ -492,8 +492,8 @@ _EXPORTS = {
 
 @console_view
 def list_export(request: ConsoleRequest, name: str) -> HttpResponseBase:
-    """`/<list>/export/?format=csv|json&<the list's filters>`: what the list shows, all pages,
-    each row with exactly the API's fields."""
+    """`/<list>/export/?format=csv|json&<the list's filters and order>`: what the list shows,
+    all pages, in the list's order, each row with exactly the API's fields."""
     export = _EXPORTS[name]
     _user, params, user_error = _user_filter(request)
     filters, error = _filters(request, export.filters, dates=export.dates, params=params)
@@ -507,9 +507,12 @@ def list_export(request: ConsoleRequest, name: str) -> HttpResponseBase:
         query = request.GET.copy()
         query.pop("format", None)
         return redirect(f"{reverse(export.list_url)}?{query.urlencode()}")
+    ordered, keyset, _headers = sorted_list(
+        export.sorts, export.query(request, filters), request.GET
+    )
     return export_response(
-        queryset=export.query(request, filters),
-        keyset=export.keyset,
+        queryset=ordered,
+        keyset=keyset,
         render=export.render,
         columns=list(export.render(export.model())),
         filename=f"{name}-{request.agent.pk}",

@@ -1,7 +1,8 @@
 """Streamed exports of filtered lists (CSV or JSON), in constant memory at any size.
 
-Rows are read in keyset batches (the list's own order and index, no OFFSET, no server-side
-cursor held open between batches) and written as they are read, so exporting 100,000 runs
+Rows are read in keyset batches (in the order the list shows, with its index: the keyset of
+the list's sort, apps.common.sorting; no OFFSET, no server-side cursor held open between
+batches) and written as they are read, so exporting 100,000 runs
 never holds more than one batch.
 """
 

@@ -284,7 +284,8 @@ def delivery_retry(request: ConsoleRequest, delivery_id: str) -> HttpResponse:
 
 @console_view(owner_required=True)
 def delivery_export(request: ConsoleRequest) -> HttpResponseBase:
-    """Every delivery the table's filters match, as CSV or JSON (the API's delivery objects)."""
+    """Every delivery the table's filters match, in the table's order, as CSV or JSON (the
+    API's delivery objects)."""
     try:
         fmt = export_format(request.GET.get("format"))
         deliveries = selectors.delivery_list(
@@ -295,9 +296,10 @@ def delivery_export(request: ConsoleRequest) -> HttpResponseBase:
     except BadRequest as exc:
         messages.error(request, f"Nothing exported: {exc.message}")
         return redirect("webhooks:webhook_detail")
+    ordered, keyset, _headers = sorted_list(selectors.DELIVERY_SORTS, deliveries, request.GET)
     return export_response(
-        queryset=deliveries,
-        keyset=selectors.DELIVERY_KEYSET,
+        queryset=ordered,
+        keyset=keyset,
         render=delivery_to_dict,
         columns=DELIVERY_COLUMNS,
         filename=f"webhook-deliveries-{request.agent.pk}",

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 from django.contrib import messages
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
@@ -19,6 +21,7 @@ from django.views.decorators.http import require_GET
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, paginate
+from apps.common.sorting import ListSorts, SortColumn, sorted_list
 from apps.workspaces.audit import AUDIT_ACTIONS, audit_record
 from apps.workspaces.console import (
     ConsoleRequest,
@@ -38,8 +41,17 @@ from apps.workspaces.selectors import (
 
 TEMPLATE = "workspaces/audit_log.html"
 KEYSET = Keyset("audit-log-page", "created_at", descending=True)
-EXPORT_KEYSET = Keyset("audit-log-export", "created_at", descending=True)
-PAGE_SIZE = 50
+PAGE_SIZE = 25  # as every other console list
+# Newest first (the API's order), oldest first, by actor or by action: each one range of an
+# AuditEvent index (audit_ws_created, audit_ws_actor_name, audit_ws_action_id) at any depth.
+AUDIT_SORTS = ListSorts(
+    KEYSET,
+    (
+        SortColumn("when", "When", "created_at", "time"),
+        SortColumn("actor", "Actor", Lower(F("actor_name")), "text", "asc"),
+        SortColumn("action", "Action", "action", "text", "asc"),
+    ),
+)
 
 
 def _value_text(value: Any) -> str:
@@ -83,8 +95,9 @@ def _filters(request: ConsoleRequest) -> tuple[AuditFilters, str | None]:
 def audit_log(request: ConsoleRequest) -> HttpResponse:
     filters, error = _filters(request)
     queryset = audit_event_list(workspace_id=request.workspace.pk, filters=filters)
+    ordered, keyset, sort_columns = sorted_list(AUDIT_SORTS, queryset, request.GET)
     page, stale = keyset_page(
-        request, lambda wanted: paginate(queryset, keyset=KEYSET, page=wanted), limit=PAGE_SIZE
+        request, lambda wanted: paginate(ordered, keyset=keyset, page=wanted), limit=PAGE_SIZE
     )
     rows = [
         {
@@ -96,6 +109,7 @@ def audit_log(request: ConsoleRequest) -> HttpResponse:
     ]
     context = {
         "section": "audit_log",
+        "sort_columns": sort_columns,
         "page": page,
         "rows": rows,
         "count": bounded_count(queryset),
@@ -113,7 +127,8 @@ def audit_log(request: ConsoleRequest) -> HttpResponse:
 @require_GET
 @console_view(owner_required=True)
 def audit_log_export(request: ConsoleRequest) -> HttpResponseBase:
-    """`/audit-log/export/?format=csv|json&<the page's filters>`: every matching entry."""
+    """`/audit-log/export/?format=csv|json&<the page's filters and order>`: every matching
+    entry, in the order the page shows them."""
     try:
         filters = audit_filters_parse(request.GET)
         fmt = export_format(request.GET.get("format"))
@@ -134,9 +149,14 @@ def audit_log_export(request: ConsoleRequest) -> HttpResponseBase:
     )
     csv = fmt == "csv"
     render = audit_event_to_row if csv else audit_event_to_dict
+    ordered, keyset, _headers = sorted_list(
+        AUDIT_SORTS,
+        audit_event_list(workspace_id=request.workspace.pk, filters=filters),
+        request.GET,
+    )
     return export_response(
-        queryset=audit_event_list(workspace_id=request.workspace.pk, filters=filters),
-        keyset=EXPORT_KEYSET,
+        queryset=ordered,
+        keyset=keyset,
         render=render,
         columns=list(audit_event_to_row(AuditEvent(workspace_id=request.workspace.pk))),
         filename=f"audit-log-{request.workspace.pk}",

@@ -1,5 +1,7 @@
 from django.conf import settings
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from apps.common.ids import id_factory
@@ -338,6 +340,12 @@ class AuditEvent(models.Model):
             models.Index(
                 fields=["workspace", "target_id", "-created_at", "-id"], name="audit_ws_target"
             ),
+            # The Audit log page sorted by actor or by action (apps.workspaces.audit_pages
+            # AUDIT_SORTS), either way round: one range at any depth.
+            models.Index(
+                F("workspace"), Lower(F("actor_name")), F("id"), name="audit_ws_actor_name"
+            ),
+            models.Index(fields=["workspace", "action", "id"], name="audit_ws_action_id"),
         ]
 
     def __str__(self) -> str:

@@ -141,9 +141,10 @@ def workspace_list_for_key(*, key: ApiKey) -> QuerySet[Workspace]:
     return workspaces.annotate(role=Subquery(role.values("role")[:1]))
 
 
-def member_list(*, workspace_id: str) -> QuerySet[Membership]:
+def member_list(*, workspace_id: str, role: str = "", search: str = "") -> QuerySet[Membership]:
     """A workspace's memberships with their people and how many active API keys each created
-    there (removal revokes them); the caller orders and pages them."""
+    there (removal revokes them), optionally of one role and whose name or e-mail address
+    contains `search`; the caller orders and pages them."""
     active_keys = (
         ApiKey.objects.filter(
             agent__workspace_id=workspace_id,
@@ -157,10 +158,18 @@ def member_list(*, workspace_id: str) -> QuerySet[Membership]:
         .annotate(count=Count("pk"))
         .values("count")
     )
-    return (
-        Membership.objects.filter(workspace_id=workspace_id)
-        .select_related("user")
-        .annotate(active_key_count=Coalesce(Subquery(active_keys), 0))
+    members = Membership.objects.filter(workspace_id=workspace_id)
+    if role:
+        members = members.filter(role=role)
+    for word in search.split():
+        members = members.filter(
+            Q(user__first_name__icontains=word)
+            | Q(user__last_name__icontains=word)
+            | Q(user__email__icontains=word)
+            | Q(user__username__icontains=word)
+        )
+    return members.select_related("user").annotate(
+        active_key_count=Coalesce(Subquery(active_keys), 0)
     )
 
 

@@ -6,6 +6,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Concat, Lower, NullIf, Trim
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -13,13 +15,16 @@ from django.views.decorators.http import require_POST
 
 from apps.common.errors import ServiceError
 from apps.common.keyset import Keyset, paginate
+from apps.common.sorting import ListSorts, SortColumn, sorted_list
 from apps.workspaces import selectors, services
 from apps.workspaces.console import (
     SESSION_AGENT_KEY,
     ConsoleRequest,
+    bounded_count,
     console_agent_remember,
     console_view,
     keyset_page,
+    render_page,
 )
 from apps.workspaces.forms import AccountCreateForm, InvitationCreateForm
 from apps.workspaces.models import Membership
@@ -27,8 +32,26 @@ from apps.workspaces.rendering import person_name
 
 TEAM_TEMPLATE = "workspaces/team.html"
 ACCEPT_TEMPLATE = "workspaces/invitation_accept.html"
-PAGE_SIZE = 50
+PAGE_SIZE = 25  # as every other console list
 MEMBER_KEYSET = Keyset("members", "created_at", descending=False)
+# How `person_name` names a member (full name, else e-mail, else username), to sort by.
+_PERSON_NAME = Lower(
+    Coalesce(
+        NullIf(Trim(Concat(F("user__first_name"), Value(" "), F("user__last_name"))), Value("")),
+        NullIf(F("user__email"), Value("")),
+        F("user__username"),
+    )
+)
+# A workspace has tens of people, not millions: these orders sort the few memberships found
+# through `membership_ws_joined`, so they need no index of their own. Longest-standing first.
+MEMBER_SORTS = ListSorts(
+    MEMBER_KEYSET,
+    (
+        SortColumn("joined", "Joined", "created_at", "time", "asc"),
+        SortColumn("name", "Name", _PERSON_NAME, "text", "asc"),
+        SortColumn("role", "Role", "role", "text", "asc"),
+    ),
+)
 INVITATION_KEYSET = Keyset("invitations", "created_at", descending=True)
 # The link of an invitation just made, shown once on the next view of the Team page.
 NEW_INVITATION_SESSION_KEY = "console_new_invitation"
@@ -38,18 +61,24 @@ def _team_page(
     request: ConsoleRequest, form: InvitationCreateForm | None = None, *, status: int = 200
 ) -> HttpResponse:
     workspace_id = request.workspace.pk
+    role = request.GET.get("role", "")
+    if role not in Membership.Role.values:
+        role = ""
+    search = request.GET.get("q", "").strip()[:200]
+    people = selectors.member_list(workspace_id=workspace_id, role=role, search=search)
+    ordered, keyset, sort_columns = sorted_list(MEMBER_SORTS, people, request.GET)
     members, stale = keyset_page(
-        request,
-        lambda wanted: paginate(
-            selectors.member_list(workspace_id=workspace_id), keyset=MEMBER_KEYSET, page=wanted
-        ),
-        limit=PAGE_SIZE,
+        request, lambda wanted: paginate(ordered, keyset=keyset, page=wanted), limit=PAGE_SIZE
     )
     context: dict[str, Any] = {
         "section": "team",
         "members": members.rows,
-        "next_cursor": members.next_cursor,
-        "previous_cursor": members.previous_cursor,
+        "page": members,
+        "count": bounded_count(people),
+        "filtering": bool(role or search),
+        "role": role,
+        "q": search,
+        "sort_columns": sort_columns,
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
         "owner_count": Membership.objects.filter(
             workspace_id=workspace_id, role=Membership.Role.OWNER
@@ -76,7 +105,7 @@ def _team_page(
             form=form or InvitationCreateForm(),
             new_invitation=request.session.pop(NEW_INVITATION_SESSION_KEY, None),
         )
-    return render(request, TEAM_TEMPLATE, context, status=status)
+    return render_page(request, TEAM_TEMPLATE, context, partial="member-table", status=status)
 
 
 @console_view

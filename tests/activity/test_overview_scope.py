@@ -13,6 +13,7 @@ from apps.activity import charts
 from apps.activity.overview import OverviewScope, overview_get, overview_scope_parse
 from apps.common.charts import X_LABELS
 from apps.common.latency import bucket_of, bucket_value
+from apps.usage.services import rollup_rebuild
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +41,9 @@ def spread(agent):
     made["after"] = run_factory(conversation=alice_talk, created_at=_at(date(2026, 3, 15), 0))
     made["before_range"] = run_factory(conversation=bob_talk, created_at=_at(date(2026, 3, 5)),
                                        model_id="big")  # fmt: skip
+    # Made around the recording service: the usage rollup (whose latency histograms the
+    # unfiltered Overview reads) is rebuilt from them, as it would have kept itself.
+    rollup_rebuild(agent_ids=[agent.pk])
     return {"alice": alice, "bob": bob, **made}
 
 

@@ -17,9 +17,9 @@ from oauth2_provider.models import get_application_model
 from apps.knowledge.models import KnowledgeDocument
 from apps.mcp_server.models import ConnectedApplication
 from apps.tools.models import McpServer
-from apps.workspaces.models import ApiKey
+from apps.workspaces.models import ApiKey, AuditEvent, Membership
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
-from tests.factories import agent_factory, api_key_factory
+from tests.factories import agent_factory, api_key_factory, membership_factory, user_factory
 from tests.webhooks.factories import delivery_factory, webhook_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,6 +60,34 @@ def _connect(agent, user, n: int) -> None:
     )
     ConnectedApplication.objects.filter(pk=connection.pk).update(
         created_at=T0 + timedelta(minutes=n), revoked_at=T0 if n % 5 == 0 else None
+    )
+
+
+def _people_and_log(agent, owner) -> None:
+    """The Team page's members and the Audit log page's entries: 30 of each, with an owner
+    every third member and a revocation every fifth entry. The log holds only these."""
+    workspace = agent.workspace
+    for n in SHUFFLED:
+        person = user_factory(
+            email=f"person{n:02d}@example.com", first_name="Person", last_name=f"{n:02d}"
+        )
+        membership = membership_factory(
+            workspace=workspace, user=person, role="owner" if n % 3 == 0 else "member"
+        )
+        Membership.objects.filter(pk=membership.pk).update(created_at=T0 + timedelta(hours=n))
+    AuditEvent.objects.filter(workspace=workspace).delete()
+    AuditEvent.objects.bulk_create(
+        AuditEvent(
+            workspace=workspace,
+            action="api_key.revoked" if n % 5 == 0 else "document.created",
+            actor_type="user",
+            actor_id=f"person{n:02d}@example.com",
+            actor_name=f"Person {n:02d}",
+            target_type="api_key" if n % 5 == 0 else "document",
+            target_id=f"target_{n:02d}",
+            created_at=T0 + timedelta(minutes=n),
+        )
+        for n in SHUFFLED
     )
 
 
@@ -120,6 +148,7 @@ def _fill(agent, owner) -> list[ListPage]:
             status="failed" if n % 5 == 0 else "connected",
             tool_count=n,
         )
+    _people_and_log(agent, owner)
     numbers = range(ROWS)
     return [
         ListPage(
@@ -168,6 +197,18 @@ def _fill(agent, owner) -> list[ListPage]:
             "/connected-apps/", "connected-app-list", "applications", "name",
             "row => row.querySelector('td[data-label=Application]')?.textContent.trim()",
             [f"App {n:02d}" for n in numbers], "status", "revoked", 6,
+        ),
+        ListPage(
+            "/team/", "member-table", "members", "name",
+            # The name cell's own text, without the "you" chip.
+            "row => row.querySelector('td[data-label=Name]')?.firstChild.textContent.trim()",
+            # The signed-in owner, Olive Owner, sorts before the Persons; owners: 10 and Olive.
+            ["Olive Owner"] + [f"Person {n:02d}" for n in numbers], "role", "owner", 11,
+        ),
+        ListPage(
+            "/audit-log/", "audit-table", "entries", "actor",
+            "row => row.querySelector('td[data-label=Actor] .clip')?.textContent.trim()",
+            [f"Person {n:02d}" for n in numbers], "action", "api_key.revoked", 6,
         ),
     ]  # fmt: skip
 
