@@ -10,8 +10,10 @@ in process (median and max of `--repeat` after one warm-up):
 
 - `user_usage` for the Users list's first page (25 users with the heavy one) and second page,
   and whether PostgreSQL answers it with an index-only scan of run_agent_user;
-- the Overview's 30-day latency percentiles from the histogram (`_latency_percentiles`) beside
-  the former `percentile_cont` query over the same runs;
+- the Overview's 30-day latency percentiles as the page computes them (`_latency_percentiles`:
+  the usage rollup's day histograms), beside the same histograms counted from the runs (what a
+  filtered Overview still does, and every Overview did before) and the former
+  `percentile_cont` query over the same runs; the first two must give the same numbers;
 - the credit-limit banner: a cache hit (every console page) and a miss (one sum of the month).
 Prints the load average before and after.
 """
@@ -119,7 +121,13 @@ def main() -> None:
     from django.db import connection
 
     from apps.activity import selectors
-    from apps.activity.overview import OverviewScope, _latency_percentiles, _Runs
+    from apps.activity.overview import (
+        OverviewScope,
+        _latency_histograms_of_runs,
+        _latency_percentiles,
+        _Runs,
+    )
+    from apps.common.latency import merged, percentiles
     from apps.usage.banner import _key, credit_banner
     from apps.workspaces.models import Agent
 
@@ -151,9 +159,18 @@ def main() -> None:
 
     scope = OverviewScope.last_days(30)
     runs = scope.runs(AGENT)
+    from_rollup = _latency_percentiles(_Runs(AGENT, runs), scope)[1]
+    counted = _latency_histograms_of_runs(_Runs(AGENT, runs), scope)
+    from_runs = tuple(percentiles(merged(counted.values()), (50, 95)))
+    assert from_rollup == from_runs, (from_rollup, from_runs)
+    print(f"Overview latency p50/p95 {from_rollup}: the rollup and the runs agree")
     print(
-        "Overview latency, 30 days, histogram:",
+        "Overview latency, 30 days, usage rollup (now):",
         timed(lambda: _latency_percentiles(_Runs(AGENT, runs), scope), args.repeat),
+    )
+    print(
+        "Overview latency, 30 days, histogram counted from the runs (before; filtered now):",
+        timed(lambda: _latency_histograms_of_runs(_Runs(AGENT, runs), scope), args.repeat),
     )
     where, params = scope.sql_conditions(AGENT)
     former = (
