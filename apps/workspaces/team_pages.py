@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
-from django.db.models import F, Value
+from django.db.models import CharField, F, Value
 from django.db.models.functions import Coalesce, Concat, Lower, NullIf, Trim
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -40,6 +40,7 @@ _PERSON_NAME = Lower(
         NullIf(Trim(Concat(F("user__first_name"), Value(" "), F("user__last_name"))), Value("")),
         NullIf(F("user__email"), Value("")),
         F("user__username"),
+        output_field=CharField(),
     )
 )
 # A workspace has tens of people, not millions: these orders sort the few memberships found
