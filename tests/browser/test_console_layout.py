@@ -1,5 +1,5 @@
-"""The console's shell in Chromium: phones (390 px) get a top bar and no sideways scrolling,
-wide tables stay inside their cards, every page can be walked with Tab, a file can be uploaded
+"""The console's shell in Chromium: phones (390 px) get a top bar, no sideways scrolling and
+no form control past its card's edge, wide tables stay inside their cards, every page can be walked with Tab, a file can be uploaded
 with the keyboard alone, and nothing loads images from addresses end users chose."""
 
 from __future__ import annotations
@@ -46,6 +46,18 @@ def seeded(agent):
     return user, conversation
 
 
+# The visible form controls (and fieldset legends) of a page that reach past their card's edge.
+SPILLING_CONTROLS = """() => [...document.querySelectorAll(
+    '.card input, .card select, .card textarea, .card button, .card legend')]
+  .filter(el => el.offsetParent !== null || el.tagName === 'LEGEND')
+  .filter(el => {
+    const card = el.closest('.card').getBoundingClientRect();
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && (box.right > card.right + 1 || box.left < card.left - 1);
+  })
+  .map(el => el.name || el.id || el.textContent.trim().slice(0, 30))"""
+
+
 def _requests_to_tracker(page) -> list[str]:
     seen: list[str] = []
     page.on("request", lambda request: seen.append(request.url) if TRACKER in request.url else None)
@@ -65,6 +77,8 @@ def test_phone_width_has_a_top_bar_a_menu_and_no_sideways_scroll(
             page.goto(f"{live_server.url}{path}")
             width = page.evaluate("document.documentElement.scrollWidth")
             assert width <= 390, f"{path} scrolls sideways ({width}px)"
+            # Nothing is cut off inside a card either (the Tools page's header pairs were).
+            assert page.evaluate(SPILLING_CONTROLS) == [], path
             expect(page.locator("#menu-button")).to_be_visible()
             expect(page.locator("#sidebar")).to_be_hidden()
             # The page title sits on the light page background, not on the dark sidebar colour.

@@ -235,6 +235,26 @@ def lists(agent, owner):
     return _fill(agent, owner)
 
 
+def test_on_a_phone_every_list_keeps_its_sort_headers_in_reach(console_page, lists):
+    """At 390 px the rows are cards and the other header cells hide, but the sort headers stay:
+    a row of links above the cards, each in view and working."""
+    page = console_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    for spec in lists:
+        page.goto(f"{page.live_server_url}{spec.path}")
+        _settle(page)
+        links = page.locator(f"#{spec.table} th.sortable a")
+        assert links.count() >= 2, spec.path
+        for index in range(links.count()):
+            box = links.nth(index).bounding_box()
+            assert box is not None and box["width"] > 10 and box["height"] > 10, spec.path
+            assert 0 <= box["x"] and box["x"] + box["width"] <= 390, (spec.path, box)
+        _header(page, spec).locator("a").click()
+        page.wait_for_url(f"**sort={spec.column}**")
+        _settle(page)
+        assert _keys(page, spec) == spec.expected[:PAGE], spec.path
+
+
 def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, lists):
     page = console_page
     page.set_viewport_size({"width": 1440, "height": 900})
