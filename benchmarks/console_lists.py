@@ -1,12 +1,13 @@
 """Time the console's sorted lists and their counts at scale (issue 26, item 5).
 
     uv run python benchmarks/console_lists.py [--runs 1000000] [--users 200000]
-        [--documents 100000] [--deliveries 1000000] [--requests 15]
+        [--documents 100000] [--deliveries 1000000] [--audit-events 1000000] [--requests 15]
+        [--only "audit log,runs"]
 
 Fills a benchmark database (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/agent_console_bench, shared with api_lists.py, whose fill of
 runs it reuses) with one Agent's runs, users, knowledge documents and webhook deliveries
-(generate_series; a table already holding the asked number is kept), then asks each list page,
+(generate_series; a table already holding the asked number is kept), and its workspace's audit log entries, then asks each list page (or those `--only` names),
 signed in as the workspace's owner, in process through Django's test client: for every sortable
 column, both ways, the first page and a page at a cursor in the middle of the list (the row at
 half its length, in that order). Each case is `--requests` requests after one warm-up; it prints
@@ -110,6 +111,27 @@ def prepare(args) -> None:
             "updated_at": "now() - (g * 7919 % 1000003) * interval '1 second'",
         },
     )
+    from apps.workspaces.models import AuditEvent
+
+    fill(
+        AuditEvent,
+        args.audit_events,
+        {
+            "id": "'aud_bench_' || lpad(g::text, 8, '0')",
+            "workspace_id": "'ws_bench'",
+            "agent_id": f"'{AGENT}'",
+            "action": "(ARRAY['agent.updated','api_key.created','api_key.revoked',"
+            "'document.created','document.deleted','webhook.updated'])[g % 6 + 1]",
+            "actor_type": "(ARRAY['user','api_key','system'])[g % 3 + 1]",
+            # 500 people: long runs of one actor, which the keyset crosses row by row.
+            "actor_id": "'p' || g % 500 || '@example.org'",
+            "actor_name": "'Person ' || md5((g % 500)::text)",
+            "target_type": "'api_key'",
+            "target_id": "'key_' || g % 10000",
+            "target_name": "'Key ' || g % 10000",
+            "created_at": "now() - g * interval '1 second'",
+        },
+    )
     webhook, _ = Webhook.objects.get_or_create(
         agent_id=AGENT, defaults={"url": "https://hooks.example.com/bench", "secret": "x" * 32}
     )
@@ -153,7 +175,9 @@ def lists():
     from apps.activity import selectors as activity
     from apps.knowledge import selectors as knowledge
     from apps.webhooks import selectors as webhooks
+    from apps.workspaces.audit_pages import AUDIT_SORTS
     from apps.workspaces.models import Agent
+    from apps.workspaces.selectors import AuditFilters, audit_event_list
 
     agent = Agent.objects.get(pk=AGENT)
     return [
@@ -172,6 +196,12 @@ def lists():
             knowledge.document_queryset(agent=agent),
         ),
         ("deliveries", "/webhooks/", webhooks.DELIVERY_SORTS, webhooks.delivery_list(agent=agent)),
+        (
+            "audit log",
+            "/audit-log/",
+            AUDIT_SORTS,
+            audit_event_list(workspace_id=agent.workspace_id, filters=AuditFilters()),
+        ),
     ]
 
 
@@ -228,7 +258,11 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200_000)
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--deliveries", type=int, default=1_000_000)
+    parser.add_argument("--audit-events", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=15)
+    parser.add_argument(
+        "--only", default="", help="Comma-separated list labels to measure (default: every list)."
+    )
     parser.add_argument(
         "--explain",
         action="store_true",
@@ -253,7 +287,10 @@ def main() -> None:
     client = owner_client()
     print(f"load average before: {' / '.join(f'{v:.2f}' for v in load_before)} (1/5/15 min)")
     worst = 0.0
+    only = {name.strip() for name in args.only.split(",") if name.strip()}
     for label, path, sorts, queryset in lists():
+        if only and label not in only:
+            continue
         total = queryset.count()
         exact = timed(lambda q=queryset: q.count(), max(3, args.requests // 5))
         bounded = timed(lambda q=queryset: bounded_count(q), args.requests)

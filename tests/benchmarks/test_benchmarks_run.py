@@ -42,10 +42,10 @@ SCRIPTS: dict[str, list[str]] = {
                      "--connections", "1", "--no-baseline"],
     # Reads the runs api_lists.py filled: it comes after it.
     "api_request_cost.py": ["--requests", "1", "--repeats", "1"],
-    # Fills users, documents and deliveries beside the runs above; every sorted list's first
-    # and middle page.
+    # Fills users, documents, deliveries and audit entries beside the runs above; every sorted
+    # list's first and middle page.
     "console_lists.py": ["--runs", "300", "--users", "40", "--documents", "40",
-                         "--deliveries", "40", "--requests", "1"],
+                         "--deliveries", "40", "--audit-events", "40", "--requests", "1"],
     "credential_verification.py": ["--rounds", "10"],
     "dashboards.py": ["--runs", "300", "--users", "20", "--repeat", "1"],
     "extraction.py": ["--repeat", "1"],  # --corpus added below
