@@ -6,7 +6,8 @@ import time
 import uuid
 
 from django.core.exceptions import DisallowedHost
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 
 from apps.api.errors import as_service_error, error_response
 from apps.common import errors
@@ -96,6 +97,10 @@ class HttpEdgesMiddleware:
       says it `reads_chunked_bodies` and decodes the framing itself (the OTLP traces endpoint:
       OpenTelemetry's Node exporter always sends chunked bodies). Checked once the URL is
       resolved, before any view or later middleware can read the body as empty.
+    - NUL in a console address: no stored value holds one (PostgreSQL text cannot), so a path
+      id with one names nothing (404) and a query parameter with one is refused (400, the
+      console's error page) before a view sends it to the database as a filter. /v1 views
+      check their own parameters and answer in the contract's envelope.
     - 413: the server answered before reading the body; reading the rest keeps the connection
       usable for the client's next request (gunicorn otherwise drops it after answering
       `Connection: keep-alive`), up to 16 MiB declared; a larger body is never read.
@@ -114,10 +119,12 @@ class HttpEdgesMiddleware:
             _drain(request)
         return response
 
-    def process_view(self, request: HttpRequest, view, _args, _kwargs) -> HttpResponse | None:
+    def process_view(self, request: HttpRequest, view, _args, kwargs) -> HttpResponse | None:
         chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
         if chunked and not reads_chunked_bodies(view):
             return _sized(self._refuse_chunked(request))
+        if not is_api_path(request.path):
+            return _refuse_nul_in_console_address(request, kwargs)
         return None
 
     def _refuse_host(self, request: HttpRequest) -> HttpResponse:
@@ -140,6 +147,17 @@ class HttpEdgesMiddleware:
         if is_api_path(request.path):
             return error_response(errors.BadRequest(message))
         return HttpResponse(message, status=411, content_type="text/plain")
+
+
+def _refuse_nul_in_console_address(request: HttpRequest, kwargs: dict) -> HttpResponse | None:
+    if any("\x00" in value for value in kwargs.values() if isinstance(value, str)):
+        raise Http404()
+    for name, values in request.GET.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            shown = name.replace("\x00", "")[:40]
+            message = f"The address's “{shown}” parameter holds a NUL character, which no value can."
+            return render(request, "400.html", {"message": message}, status=400)
+    return None
 
 
 def _sized(response: HttpResponse) -> HttpResponse:
