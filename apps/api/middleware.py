@@ -155,7 +155,9 @@ def _refuse_nul_in_console_address(request: HttpRequest, kwargs: dict) -> HttpRe
     for name, values in request.GET.lists():
         if "\x00" in name or any("\x00" in value for value in values):
             shown = name.replace("\x00", "")[:40]
-            message = f"The address's “{shown}” parameter holds a NUL character, which no value can."
+            message = (
+                f"The address's “{shown}” parameter holds a NUL character, which no value can."
+            )
             return render(request, "400.html", {"message": message}, status=400)
     return None
 
