@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import os
 import re
@@ -344,6 +345,10 @@ def _http_load(agent, relevance: dict, args) -> None:
                 time.sleep(0.3)
 
         def load(mode: str, seconds: float) -> list[float]:
+            # "hybrid, new queries": each request's question carries a number no request asked
+            # before, so every search embeds its query (the process's cache never answers).
+            fresh = mode.endswith("new queries")
+            mode = mode.split(",")[0]
             stop = time.monotonic() + seconds
             latencies: list[list[float]] = [[] for _ in range(args.connections)]
             failures: list[str] = []
@@ -352,7 +357,10 @@ def _http_load(agent, relevance: dict, args) -> None:
                 conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
                 turn = index * 5
                 while time.monotonic() < stop and not failures:
-                    payload = body(queries[turn % len(queries)], mode)
+                    query = queries[turn % len(queries)]
+                    if fresh:
+                        query = f"{query} {next(asked)}"
+                    payload = body(query, mode)
                     turn += 1
                     started = time.perf_counter()
                     conn.request("POST", "/v1/knowledge/search", payload, headers)
@@ -377,7 +385,8 @@ def _http_load(agent, relevance: dict, args) -> None:
             f"HTTP: POST /v1/knowledge/search, gunicorn 2 workers x 4 threads, "
             f"{args.connections} connections, {len(queries)} queries in turn, limit 10"
         )
-        for mode in ("keyword", "hybrid", "semantic"):
+        asked = itertools.count(int(time.time()))  # never the same number twice, run after run
+        for mode in ("keyword", "hybrid", "semantic", "hybrid, new queries"):
             load(mode, min(3.0, args.http))  # every worker thread warmed (model, statements)
             load_before = os.getloadavg()[0]
             web, database = _server_processes(server.pid)
