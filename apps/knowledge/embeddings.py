@@ -255,7 +255,7 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     once (each in its calling thread with KNOWLEDGE_EMBED_THREADS 1), and the tokenizer
     encodes concurrently. Serialising the web threads' query embeddings made each new query
     wait for the others' *and* for the CPU the lock holder was waiting for: 8 connections of
-    new queries, 56 -> 84 req/s and p99 268 -> 178 ms (docs/performance.md)."""
+    new queries, p99 lower without it in each of four paired runs (docs/performance.md)."""
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     model = _loaded_model()
