@@ -21,8 +21,10 @@
    PostgreSQL backend, from /proc/.../schedstat) and the time they waited for one, so that a
    figure taken on a loaded machine says how much of it is the load.
 3. With --http SECONDS: gunicorn as the README runs it (2 workers x 4 threads) serves
-   POST /v1/knowledge/search to --connections (8) clients per mode: requests per second,
-   p50/p95/p99, the slowest, and the CPU a request costs the web workers and PostgreSQL.
+   POST /v1/knowledge/search to --connections (8) clients per mode (keyword, hybrid, semantic,
+   and hybrid with a question never asked before on every request, so every one embeds its
+   query): requests per second, p50/p95/p99, the slowest, and the CPU a request costs the web
+   workers and PostgreSQL.
 
 It runs against BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/
 agent_console_bench), created and migrated if missing; never against the test databases.
