@@ -391,14 +391,17 @@ def _http_load(agent, relevance: dict, args) -> None:
         for mode in ("keyword", "hybrid", "semantic", "hybrid, new queries"):
             load(mode, min(3.0, args.http))  # every worker thread warmed (model, statements)
             load_before = os.getloadavg()[0]
-            web, database = _server_processes(server.pid)
-            cpu_before = _cpu_seconds(web), _cpu_seconds(database)
+            before = [_cpu_seconds(pids) for pids in _server_processes(server.pid)]
             values = load(mode, args.http)
+            # Listed again after the load: a web thread's connection past CONN_MAX_AGE is
+            # replaced by a new backend during a run (its CPU counts whole; the closed one's
+            # since the first reading is lost, a small undercount rather than a negative).
+            after = [_cpu_seconds(pids) for pids in _server_processes(server.pid)]
             cpu = [
-                (after - before) * 1000 / max(len(values), 1)
-                for before, after in zip(
-                    cpu_before, (_cpu_seconds(web), _cpu_seconds(database)), strict=True
-                )
+                sum(used - earlier.get(pid, 0.0) for pid, used in later.items())
+                * 1000
+                / max(len(values), 1)
+                for earlier, later in zip(before, after, strict=True)
             ]
             rate = len(values) / args.http
             p = {
@@ -438,17 +441,18 @@ def _server_processes(server_pid: int) -> tuple[list[int], list[int]]:
     return web, database
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU the processes used so far (0 for one that is gone or unreadable)."""
-    total = 0
+def _cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU each process used so far (a process gone or unreadable is left out)."""
+    used = {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-    return total / os.sysconf("SC_CLK_TCK")
+        # utime, stime (fields 14 and 15)
+        used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
 
 
 # Words planted in the synthetic chunks at chosen frequencies, so the timed queries cover a
