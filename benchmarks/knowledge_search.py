@@ -21,8 +21,10 @@
    PostgreSQL backend, from /proc/.../schedstat) and the time they waited for one, so that a
    figure taken on a loaded machine says how much of it is the load.
 3. With --http SECONDS: gunicorn as the README runs it (2 workers x 4 threads) serves
-   POST /v1/knowledge/search to --connections (8) clients per mode: requests per second,
-   p50/p95/p99, the slowest, and the CPU a request costs the web workers and PostgreSQL.
+   POST /v1/knowledge/search to --connections (8) clients per mode (keyword, hybrid, semantic,
+   and hybrid with a question never asked before on every request, so every one embeds its
+   query): requests per second, p50/p95/p99, the slowest, and the CPU a request costs the web
+   workers and PostgreSQL.
 
 It runs against BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/
 agent_console_bench), created and migrated if missing; never against the test databases.
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import os
 import re
@@ -344,6 +347,10 @@ def _http_load(agent, relevance: dict, args) -> None:
                 time.sleep(0.3)
 
         def load(mode: str, seconds: float) -> list[float]:
+            # "hybrid, new queries": each request's question carries a number no request asked
+            # before, so every search embeds its query (the process's cache never answers).
+            fresh = mode.endswith("new queries")
+            mode = mode.split(",")[0]
             stop = time.monotonic() + seconds
             latencies: list[list[float]] = [[] for _ in range(args.connections)]
             failures: list[str] = []
@@ -352,7 +359,10 @@ def _http_load(agent, relevance: dict, args) -> None:
                 conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
                 turn = index * 5
                 while time.monotonic() < stop and not failures:
-                    payload = body(queries[turn % len(queries)], mode)
+                    query = queries[turn % len(queries)]
+                    if fresh:
+                        query = f"{query} {next(asked)}"
+                    payload = body(query, mode)
                     turn += 1
                     started = time.perf_counter()
                     conn.request("POST", "/v1/knowledge/search", payload, headers)
@@ -377,17 +387,21 @@ def _http_load(agent, relevance: dict, args) -> None:
             f"HTTP: POST /v1/knowledge/search, gunicorn 2 workers x 4 threads, "
             f"{args.connections} connections, {len(queries)} queries in turn, limit 10"
         )
-        for mode in ("keyword", "hybrid", "semantic"):
+        asked = itertools.count(int(time.time()))  # never the same number twice, run after run
+        for mode in ("keyword", "hybrid", "semantic", "hybrid, new queries"):
             load(mode, min(3.0, args.http))  # every worker thread warmed (model, statements)
             load_before = os.getloadavg()[0]
-            web, database = _server_processes(server.pid)
-            cpu_before = _cpu_seconds(web), _cpu_seconds(database)
+            before = [_cpu_seconds(pids) for pids in _server_processes(server.pid)]
             values = load(mode, args.http)
+            # Listed again after the load: a web thread's connection past CONN_MAX_AGE is
+            # replaced by a new backend during a run (its CPU counts whole; the closed one's
+            # since the first reading is lost, a small undercount rather than a negative).
+            after = [_cpu_seconds(pids) for pids in _server_processes(server.pid)]
             cpu = [
-                (after - before) * 1000 / max(len(values), 1)
-                for before, after in zip(
-                    cpu_before, (_cpu_seconds(web), _cpu_seconds(database)), strict=True
-                )
+                sum(used - earlier.get(pid, 0.0) for pid, used in later.items())
+                * 1000
+                / max(len(values), 1)
+                for earlier, later in zip(before, after, strict=True)
             ]
             rate = len(values) / args.http
             p = {
@@ -427,17 +441,18 @@ def _server_processes(server_pid: int) -> tuple[list[int], list[int]]:
     return web, database
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU the processes used so far (0 for one that is gone or unreadable)."""
-    total = 0
+def _cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU each process used so far (a process gone or unreadable is left out)."""
+    used = {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-    return total / os.sysconf("SC_CLK_TCK")
+        # utime, stime (fields 14 and 15)
+        used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
 
 
 # Words planted in the synthetic chunks at chosen frequencies, so the timed queries cover a

@@ -238,15 +238,29 @@ def _model() -> _Model:
     return _Model()
 
 
+def _loaded_model() -> _Model:
+    """The process's model; the first caller loads it while the others wait (one copy). Once
+    loaded, no lock: a query does not wait for a passage batch holding `_lock`."""
+    if _model.cache_info().currsize:
+        return _model()
+    with _lock:
+        return _model()
+
+
 def embed_texts(texts: list[str]) -> np.ndarray:
     """Unit vectors (n x 384, float32) of short texts (queries): each text's first window.
-    Loads the model once per process."""
+    Loads the model once per process.
+
+    No lock around the inference: onnxruntime runs one session's calls from several threads at
+    once (each in its calling thread with KNOWLEDGE_EMBED_THREADS 1), and the tokenizer
+    encodes concurrently. Serialising the web threads' query embeddings made each new query
+    wait for the others' *and* for the CPU the lock holder was waiting for: 8 connections of
+    new queries, p99 lower without it in each of four paired runs (docs/performance.md)."""
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
-    with _lock:  # one inference at a time per process: onnxruntime's threads are the limit
-        model = _model()
-        windows = model.windows(texts, prefix=model.files.query_prefix)
-        return model.run([first for first, *_ in windows])
+    model = _loaded_model()
+    windows = model.windows(texts, prefix=model.files.query_prefix)
+    return model.run([first for first, *_ in windows])
 
 
 # Query vectors this process computed last, by model and text: the same question asked again
@@ -282,8 +296,7 @@ def load_in_background() -> threading.Thread:
 
     def load() -> None:
         try:
-            with _lock:
-                _model()
+            _loaded_model()
         except Exception:
             logger.exception("the embedding model could not be loaded")
 
@@ -299,6 +312,8 @@ def embed_passages(texts: list[str], *, batch_size: int | None = None) -> list[n
     long passage costs more time, never more memory, than a short one.
     """
     size = batch_size or settings.KNOWLEDGE_EMBED_BATCH_SIZE
+    # One passage batch at a time per process: a batch's activations are what bounds a worker's
+    # memory (KNOWLEDGE_EMBED_BATCH_SIZE); a query's single window runs beside it.
     with _lock:
         model = _model()
         per_text = model.windows(texts, prefix=model.files.passage_prefix)

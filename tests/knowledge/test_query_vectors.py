@@ -1,10 +1,12 @@
 """A query's vector is computed once per process and model (a small cache of recent queries),
-the model loads in the background when a web process starts, and a forked child never inherits
+the model loads in the background when a web process starts, queries are embedded by several
+threads at once (never behind a passage batch), and a forked child never inherits
 a lock held by one of its parent's threads."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -74,3 +76,35 @@ def test_a_forked_child_does_not_inherit_a_held_embedding_lock():
             os._exit(0 if acquired else 1)
         _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_queries_embedded_by_several_threads_at_once_get_their_own_vectors():
+    # The web threads embed their queries concurrently (no lock around the inference).
+    questions = [f"question number {n} about refunds and parcels" for n in range(16)]
+    alone = embeddings.embed_texts(questions)
+    results: dict[int, np.ndarray] = {}
+
+    def embed(n: int) -> None:
+        for _ in range(3):
+            results[n] = embeddings.embed_texts([questions[n]])[0]
+
+    threads = [threading.Thread(target=embed, args=(n,)) for n in range(len(questions))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(results) == list(range(len(questions)))
+    for n, vector in results.items():
+        assert np.allclose(vector, alone[n], atol=1e-5)
+
+
+def test_a_query_is_embedded_while_a_passage_batch_holds_the_model():
+    embeddings.embed_texts(["loads the model"])
+    answered: list[np.ndarray] = []
+    with embeddings._lock:  # this process's worker side is embedding a batch of passages
+        thread = threading.Thread(
+            target=lambda: answered.append(embeddings.embed_query("where is my parcel"))
+        )
+        thread.start()
+        thread.join(timeout=60)
+        assert not thread.is_alive() and len(answered) == 1
