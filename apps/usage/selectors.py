@@ -319,15 +319,17 @@ def _latency_percentiles(
         }
 
 
-def _counter_sums(scope: Q, key: str) -> list[dict[str, Any]]:
-    """The daily rows' counters summed per `key` ("agent_id" or "day")."""
+def _counter_sums(scope: Q, *keys: str) -> list[dict[str, Any]]:
+    """The daily rows' counters summed per `keys` ("agent_id", "day" or both: an Agent-day's
+    stripes summed)."""
     rows = (
         DailyUsage.objects.filter(scope)
-        .values(key)
+        .values(*keys)
         .annotate(**{f"sum_{name}": Sum(name) for name in COUNTER_FIELDS})
     )
     return [
-        {key: row[key], **{name: row[f"sum_{name}"] for name in COUNTER_FIELDS}} for row in rows
+        {**{key: row[key] for key in keys}, **{name: row[f"sum_{name}"] for name in COUNTER_FIELDS}}
+        for row in rows
     ]
 
 
@@ -348,7 +350,7 @@ def usage_get(
     by_day: dict[date, Figures] = defaultdict(Figures)
     by_agent_day: dict[tuple[str, date], Figures] = {}
     if per_agent_day:
-        for row in DailyUsage.objects.filter(scope).values("agent_id", "day", *COUNTER_FIELDS):
+        for row in _counter_sums(scope, "agent_id", "day"):
             figures = Figures()
             figures.add_counters(row)
             by_agent_day[(row["agent_id"], row["day"])] = figures
