@@ -150,8 +150,9 @@ _ZERO_COUNTERS = {name: 0 for name in COUNTER_FIELDS}
 
 def rollup_stripe() -> int:
     """The stripe this connection writes (apps.usage.models): its PostgreSQL backend's process
-    id, known to the client without a round trip, so each server connection keeps to one stripe
-    (behind PgBouncer too) and the connections recording at once mostly hold different rows."""
+    id (behind PgBouncer, the one reported at connecting), known to the client without a round
+    trip, so each connection keeps to one stripe and the connections recording at once mostly
+    hold different rows. Any stripe is correct: readers sum them all."""
     if connection.vendor != "postgresql":
         return 0
     connection.ensure_connection()
