@@ -342,6 +342,13 @@ def _datetime(nanos: str | None) -> datetime | None:
     )
 
 
+def started_at(span: SpanData) -> datetime:
+    """A span's start, as its step's `started_at`."""
+    start = _datetime(span["start"])
+    assert start is not None  # a span without a start is rejected when decoded
+    return start
+
+
 # --- Mapping onto activity -----------------------------------------------------------------------
 
 _AGENT_NAMES = ("ai.streamText", "ai.generateText", "ai.streamObject", "ai.generateObject")
@@ -417,7 +424,7 @@ def step_fields(span: SpanData) -> dict[str, Any]:
     attributes = dict(span["attributes"])
     used: set[str] = set()
     kind = span_kind(span)
-    started = _datetime(span["start"])
+    started = started_at(span)
     ended = _datetime(span["end"])
     failed = span["status"] == Status.STATUS_CODE_ERROR
     fields: dict[str, Any] = {

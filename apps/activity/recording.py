@@ -167,6 +167,23 @@ def rows_insert(model: type[models.Model], rows: list) -> None:
                 copy.write_row(values)
 
 
+_ROW_DEFAULTS: dict[type, list[tuple[str, Any]]] = {}
+
+
+def new_row(model: type[models.Model], values: dict[str, Any]) -> Any:
+    """An instance of a new row: `values` by attribute name (`agent_id`, not `agent`), every
+    other field its default. Built positionally, a fifth of the time of Django's keyword
+    constructor, which looks up each missing field's default (and makes an id that `values`
+    then replaces): a thousand steps a request."""
+    defaults = _ROW_DEFAULTS.get(model)
+    if defaults is None:
+        defaults = _ROW_DEFAULTS[model] = [
+            (field.attname, field._get_default)  # type: ignore[attr-defined]
+            for field in model._meta.concrete_fields
+        ]
+    return model(*[values[name] if name in values else default() for name, default in defaults])
+
+
 def _same_total(stated: Any, total: Any) -> bool:
     if stated is None or total is None:
         return stated is total
@@ -560,16 +577,18 @@ class Unit:
                 raise BadRequest(
                     f"{label}.run_id: no run {data['run_id']!r} recorded for this Agent."
                 )
-            step = RunStep(
-                agent_id=self.agent.pk,
-                run_id=data["run_id"],
-                created_at=self.now,
-                updated_at=self.now,
-                started_at=data.get("started_at") or self.now,
+            step = new_row(
+                RunStep,
+                {
+                    **{name: data[name] for name in ("id", *_STEP_FIELDS) if name in data},
+                    "agent_id": self.agent.pk,
+                    "run_id": data["run_id"],
+                    "created_at": self.now,
+                    "updated_at": self.now,
+                    "started_at": data.get("started_at") or self.now,
+                    "truncated": cut,
+                },
             )
-            if "id" in data:
-                step.id = data["id"]
-            _apply(step, {**data, "truncated": cut}, (*_STEP_FIELDS, "truncated"))
             self._step_validate(step, data, label=label)
             self._create(RunStep, step, label=label)
             outcome = CREATED

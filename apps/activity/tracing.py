@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from apps.activity import otlp
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
-from apps.activity.recording import Unit, Wanted, rows_insert, step_bounded
+from apps.activity.recording import Unit, Wanted, new_row, rows_insert, step_bounded
 from apps.common.errors import BadRequest
 from apps.workspaces.models import Agent
 
@@ -170,8 +170,8 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
             continue
         fields = otlp.step_fields(pool[span_id])
         fields, cut = step_bounded(fields)
-        step = RunStep(agent_id=agent.pk, run_id=run_id, created_at=now, updated_at=now,
-                       truncated=cut, **fields)  # fmt: skip
+        step = new_row(RunStep, {**fields, "agent_id": agent.pk, "run_id": run_id,
+                                 "created_at": now, "updated_at": now, "truncated": cut})  # fmt: skip
         if step.ended_at is not None and step.duration_ms is None:
             step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
         steps.append(step)
@@ -543,7 +543,7 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
     if status == "failed":
         run["error_code"] = (fields.get("error") or "error")[:255]
     first_tokens = [
-        (otlp.step_fields(span)["started_at"], span["attributes"].get("ai.response.msToFirstChunk"))
+        (otlp.started_at(span), span["attributes"].get("ai.response.msToFirstChunk"))
         for span in trace
         if otlp.span_kind(span) == "model"
     ]

@@ -5,9 +5,19 @@ day (the day of a run's `created_at`) holds the sums over that day's runs, and o
 Agent, day and latency bucket holds how many of those runs took that long. The recording
 service keeps both equal to the sums over the runs by applying each recorded change as a
 difference (`apps.usage.services`); `manage.py usage_rebuild` recomputes them from the runs.
+
+Each of those rows is split in up to ROLLUP_STRIPES stripes: a recording adds its differences
+to the stripe of its database connection, so concurrent recordings of one busy Agent do not
+queue on one row lock until each other's commit. A stripe alone means nothing (a run counted in
+one stripe may be taken away in another when it changes); every reader sums the stripes of an
+Agent and day (and bucket), and the rebuild writes stripe 0 only.
 """
 
 from django.db import models
+
+# Stripes per Agent and day: at least the database connections that record at once (gunicorn's
+# workers x threads; 2 x 4 as the README runs it), so two of them rarely share one.
+ROLLUP_STRIPES = 8
 
 
 class DailyUsage(models.Model):
@@ -18,6 +28,7 @@ class DailyUsage(models.Model):
         "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
     )
     day = models.DateField()
+    stripe = models.PositiveSmallIntegerField(db_default=0)  # module docstring
     runs = models.BigIntegerField(default=0)
     completed_runs = models.BigIntegerField(default=0)
     failed_runs = models.BigIntegerField(default=0)
@@ -33,8 +44,10 @@ class DailyUsage(models.Model):
 
     class Meta:
         constraints = [
-            # The upsert's conflict target: one row per Agent and day.
-            models.UniqueConstraint(fields=["agent", "day"], name="usage_daily_agent_day"),
+            # The upsert's conflict target: one row per Agent, day and stripe.
+            models.UniqueConstraint(
+                fields=["agent", "day", "stripe"], name="usage_daily_agent_day_stripe"
+            ),
         ]
         indexes = [
             # GET /v1/usage and the Usage page: a workspace's rows in a date range, and the
@@ -55,13 +68,15 @@ class DailyLatency(models.Model):
     )
     day = models.DateField()
     bucket = models.PositiveSmallIntegerField()  # apps.usage.latency.bucket_of
+    stripe = models.PositiveSmallIntegerField(db_default=0)  # module docstring
     runs = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [
             # The upsert's conflict target.
             models.UniqueConstraint(
-                fields=["agent", "day", "bucket"], name="usage_latency_agent_day_bucket"
+                fields=["agent", "day", "bucket", "stripe"],
+                name="usage_latency_agent_day_bucket_stripe",
             ),
         ]
         indexes = [

@@ -323,26 +323,31 @@ def agent_latency_histograms(
     agent_id: str, first_day: date, last_day: date
 ) -> dict[date, dict[int, int]]:
     """One Agent's turn-latency histogram per day, from the days' rollup rows (the Overview's
-    latency panel, through apps.activity.events): one range of usage_latency_agent_day_bucket,
-    about 50 rows a day whatever the number of runs."""
+    latency panel, through apps.activity.events): one range of usage_latency_agent_day_bucket_stripe,
+    about 50 rows a day (times its stripes) whatever the number of runs."""
     histograms: dict[date, dict[int, int]] = defaultdict(dict)
-    rows = DailyLatency.objects.filter(
-        agent_id=agent_id, day__gte=first_day, day__lte=last_day
-    ).values_list("day", "bucket", "runs")
+    rows = (
+        DailyLatency.objects.filter(agent_id=agent_id, day__gte=first_day, day__lte=last_day)
+        .values("day", "bucket")
+        .annotate(total=Sum("runs"))
+        .values_list("day", "bucket", "total")
+    )
     for day, bucket, runs in rows:
         histograms[day][bucket] = runs
     return dict(histograms)
 
 
-def _counter_sums(scope: Q, key: str) -> list[dict[str, Any]]:
-    """The daily rows' counters summed per `key` ("agent_id" or "day")."""
+def _counter_sums(scope: Q, *keys: str) -> list[dict[str, Any]]:
+    """The daily rows' counters summed per `keys` ("agent_id", "day" or both: an Agent-day's
+    stripes summed)."""
     rows = (
         DailyUsage.objects.filter(scope)
-        .values(key)
+        .values(*keys)
         .annotate(**{f"sum_{name}": Sum(name) for name in COUNTER_FIELDS})
     )
     return [
-        {key: row[key], **{name: row[f"sum_{name}"] for name in COUNTER_FIELDS}} for row in rows
+        {**{key: row[key] for key in keys}, **{name: row[f"sum_{name}"] for name in COUNTER_FIELDS}}
+        for row in rows
     ]
 
 
@@ -363,7 +368,7 @@ def usage_get(
     by_day: dict[date, Figures] = defaultdict(Figures)
     by_agent_day: dict[tuple[str, date], Figures] = {}
     if per_agent_day:
-        for row in DailyUsage.objects.filter(scope).values("agent_id", "day", *COUNTER_FIELDS):
+        for row in _counter_sums(scope, "agent_id", "day"):
             figures = Figures()
             figures.add_counters(row)
             by_agent_day[(row["agent_id"], row["day"])] = figures

@@ -4,9 +4,11 @@ the threshold announcements.
 The rollup is kept equal to the sums over the runs by applying differences: a recorded run
 contributes its counters (and its latency bucket) to the row of its Agent and UTC day; when a
 run changes, its previous contribution is taken away and the new one added, on whichever days
-they fall. Each difference is one `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x`,
-so concurrent recordings serialise on the row and never lose an increment. All of it runs
-inside the recording transaction: it commits or rolls back with the run.
+they fall. Each difference is one `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x` on
+the stripe of the recording's database connection (apps.usage.models), so concurrent
+recordings never lose an increment, and those of one Agent on different connections do not
+wait for each other. All of it runs inside the recording transaction: it commits or rolls back
+with the run.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from apps.activity.models import Run, RunStatus
 from apps.common.errors import BadRequest
 from apps.usage.events import ThresholdAnnounced, announce_threshold_reached
 from apps.usage.latency import BOUNDARIES, bucket_of
-from apps.usage.models import DailyLatency, DailyUsage, ThresholdReached
+from apps.usage.models import ROLLUP_STRIPES, DailyLatency, DailyUsage, ThresholdReached
 from apps.workspaces.audit import actor_for_user, audit_diff, audit_record
 from apps.workspaces.models import Agent, Workspace
 from apps.workspaces.selectors import is_workspace_owner
@@ -137,10 +139,24 @@ def _upsert_sql(table: str, keys: tuple[str, ...], counters: tuple[str, ...]) ->
     )
 
 
-_DAILY_SQL = _upsert_sql("usage_dailyusage", ("agent_id", "workspace_id", "day"), COUNTER_FIELDS)
-_LATENCY_SQL = _upsert_sql(
-    "usage_dailylatency", ("agent_id", "workspace_id", "day", "bucket"), ("runs",)
+_DAILY_SQL = _upsert_sql(
+    "usage_dailyusage", ("agent_id", "workspace_id", "day", "stripe"), COUNTER_FIELDS
 )
+_LATENCY_SQL = _upsert_sql(
+    "usage_dailylatency", ("agent_id", "workspace_id", "day", "bucket", "stripe"), ("runs",)
+)
+_ZERO_COUNTERS = {name: 0 for name in COUNTER_FIELDS}
+
+
+def rollup_stripe() -> int:
+    """The stripe this connection writes (apps.usage.models): its PostgreSQL backend's process
+    id (behind PgBouncer, the one reported at connecting), known to the client without a round
+    trip, so each connection keeps to one stripe and the connections recording at once mostly
+    hold different rows. Any stripe is correct: readers sum them all."""
+    if connection.vendor != "postgresql":
+        return 0
+    connection.ensure_connection()
+    return connection.connection.info.backend_pid % ROLLUP_STRIPES
 
 
 def rollup_apply(
@@ -150,17 +166,18 @@ def rollup_apply(
     days: Mapping[date, Mapping[str, Any]],
     latency_buckets: Mapping[tuple[date, int], int],
 ) -> None:
-    """Add differences to an Agent's rows: one multi-row upsert for the days, one for the
-    latency buckets; rows left with no runs are removed (as a rebuild would never create
-    them). Rows are touched in key order, so two recordings that touch the same rows lock them
-    in the same order."""
+    """Add differences to an Agent's rows of this connection's stripe: one multi-row upsert
+    for the days, one for the latency buckets; stripe rows left holding nothing are removed (as
+    a rebuild would never create them). Rows are touched in key order, so two recordings that
+    touch the same rows lock them in the same order."""
+    stripe = rollup_stripe()
     daily = [
-        [agent_id, workspace_id, day, *(days[day].get(name, 0) for name in COUNTER_FIELDS)]
+        [agent_id, workspace_id, day, stripe, *(days[day].get(name, 0) for name in COUNTER_FIELDS)]
         for day in sorted(days)
         if any(days[day].get(name) for name in COUNTER_FIELDS)
     ]
     latency = [
-        [agent_id, workspace_id, day, bucket, runs]
+        [agent_id, workspace_id, day, bucket, stripe, runs]
         for (day, bucket), runs in sorted(latency_buckets.items())
         if runs
     ]
@@ -170,11 +187,15 @@ def rollup_apply(
                 cursor.execute(_rows_sql(sql, len(rows[0]), len(rows)), sum(rows, []))
     emptied = [day for day in sorted(days) if days[day].get("runs", 0) < 0]
     if emptied:
-        DailyUsage.objects.filter(agent_id=agent_id, day__in=emptied, runs=0).delete()
-    dropped = [(day, bucket) for (day, bucket), runs in latency_buckets.items() if runs < 0]
+        # Only this stripe's rows, and only those holding nothing at all: another stripe may
+        # hold what this one took away (a run counted there, ended here).
+        DailyUsage.objects.filter(
+            agent_id=agent_id, stripe=stripe, day__in=emptied, **_ZERO_COUNTERS
+        ).delete()
+    dropped = {day for (day, _bucket), runs in latency_buckets.items() if runs < 0}
     if dropped:
         DailyLatency.objects.filter(
-            agent_id=agent_id, day__in={day for day, _ in dropped}, runs=0
+            agent_id=agent_id, stripe=stripe, day__in=dropped, runs=0
         ).delete()
 
 

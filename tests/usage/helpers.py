@@ -5,6 +5,8 @@ over the runs."""
 import itertools
 from datetime import datetime
 
+from django.db.models import Sum
+
 from apps.activity.serializers import records_parse
 from apps.activity.services import activity_record
 from apps.usage.models import DailyLatency, DailyUsage
@@ -51,16 +53,25 @@ def record_run(agent, *, at: datetime, conversation_id: str | None = None, **fie
 
 
 def rollup_state() -> tuple[list, list]:
-    """Every rollup row as plain tuples, in key order."""
+    """Every rollup row as plain tuples, in key order: the stripes of an Agent and day (and
+    bucket) summed, as every reader sums them (apps.usage.models), and sums of nothing left
+    out, as a rebuild never writes them."""
+    counters = (
+        "runs", "completed_runs", "failed_runs", "aborted_runs", "streaming_runs", "input_tokens",
+        "output_tokens", "total_tokens", "cache_read_tokens", "cache_write_tokens",
+        "credits_charged",
+    )  # fmt: skip
     daily = sorted(
         tuple(row.values())
-        for row in DailyUsage.objects.values(
-            "agent_id", "workspace_id", "day", "runs", "completed_runs", "failed_runs",
-            "aborted_runs", "streaming_runs", "input_tokens", "output_tokens", "total_tokens",
-            "cache_read_tokens", "cache_write_tokens", "credits_charged",
-        )
-    )  # fmt: skip
+        for row in DailyUsage.objects.values("agent_id", "workspace_id", "day")
+        .annotate(**{f"sum_{name}": Sum(name) for name in counters})
+        .order_by()
+        if any(row[f"sum_{name}"] for name in counters)
+    )
     latency = sorted(
-        DailyLatency.objects.values_list("agent_id", "workspace_id", "day", "bucket", "runs")
+        DailyLatency.objects.values_list("agent_id", "workspace_id", "day", "bucket")
+        .annotate(Sum("runs"))
+        .exclude(runs__sum=0)
+        .order_by()
     )
     return daily, latency
