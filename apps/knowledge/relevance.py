@@ -3,9 +3,8 @@
 Two pieces of evidence, the same in every mode:
 
 - `coverage`: the share of the query's information the passage holds — each query word (or CJK
-  character pair) weighs its idf in the Agent's passages, that of its most common reading (a
-  word found nowhere weighs most), and the passage holds a word when it holds any reading of it
-  (stemmed per language or not);
+  character pair) weighs its idf in the Agent's passages (a word found nowhere weighs most), and
+  the passage holds a word when it holds any reading of it (stemmed per language or not);
   stop words do not count. On SQLite every word weighs the same.
 - `similarity`: the cosine between the query and the passage's best embedded window.
 
