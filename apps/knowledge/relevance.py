@@ -36,10 +36,10 @@ from apps.knowledge.lexical import query_language
 
 # Logistic weights: relevance = sigmoid(w · features). Fitted by
 # `benchmarks/knowledge_calibration.py` (docs/knowledge.md has its output).
-KEYWORD_WEIGHTS = (-1.5, 4.3)  # bias, coverage
+KEYWORD_WEIGHTS = (-1.6, 4.2)  # bias, coverage
 MEANING_WEIGHTS = {
     # bias, coverage, similarity
-    "latin": (-3.9, 3.2, 8.3),
+    "latin": (-3.9, 3.1, 8.3),
     # The English model rates texts of other scripts alike: similarity told nothing there (its
     # fitted weight came out negative), so coverage decides.
     "other": (-3.1, 6.4, 0.0),

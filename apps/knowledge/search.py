@@ -390,14 +390,10 @@ class QueryTerms:
         return math.log(1 + (total - found + 0.5) / (found + 0.5))
 
     def word_weights(self) -> list[tuple[float, frozenset[str]]]:
-        """Each query word's weight for `relevance.coverage`: the idf of its most frequent
-        reading (a passage holds the word when it holds any reading, so the word is at least
-        as common as that one; a word no passage holds weighs most), with its readings. The
-        rarest reading would do wrong: in an Agent of several languages nearly every word has
-        a reading no passage holds (the German stem of an English word, the unstemmed form of
-        a word only English passages hold), so every word weighed the most."""
+        """Each query word's weight for `relevance.coverage`: the idf of its rarest reading (a
+        word no passage holds weighs most), with its readings."""
         return [
-            (min(self._idf(self.frequencies.get(term, 0)) for term in terms), terms)
+            (max(self._idf(self.frequencies.get(term, 0)) for term in terms), terms)
             for terms in self.readings.values()
             if terms
         ]

@@ -191,23 +191,3 @@ def test_console_retrieval_test_abstains_by_default_and_explains_its_hits(owner,
     assert "Nothing found" not in page and "hit-why" in page
     page = client.get(url, {"q": "refund to the original card"}).content.decode()
     assert "keyword rank 1" in page and "semantic rank 1" in page and "<mark>" in page
-
-
-def test_a_word_weighs_as_rare_as_its_most_common_reading():
-    # "boiling" is read "boil" (English) and "boiling" (simple: tables, CJK); English passages
-    # never hold it, the Agent's tables often do. It is a common word of this Agent, while
-    # "ethanol", held nowhere, is what the question is about: a passage holding "boiling
-    # point" alone holds the small part of the question.
-    terms = search.QueryTerms(
-        frequencies={"boil": 0, "boiling": 40, "point": 60, "ethanol": 0},
-        chunk_count=100,
-        average_length=50.0,
-        readings={
-            0: frozenset({"boil", "boiling"}),
-            1: frozenset({"point"}),
-            2: frozenset({"ethanol"}),
-        },
-    )
-    weights = dict((tuple(sorted(readings)), weight) for weight, readings in terms.word_weights())
-    assert weights[("ethanol",)] > 2 * weights[("boil", "boiling")]
-    assert relevance.coverage(weights=terms.word_weights(), held={"boiling", "point"}) < 0.35
