@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 # py3langid codes -> PostgreSQL text search configurations (PostgreSQL 15 ships these).
 # Anything else, CJK included, is indexed with "simple" (lower-cased words, no stemming).
@@ -72,7 +73,7 @@ _CJK_CLASS = (
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
 
-_identifiers: dict[bool, object] = {}
+_identifiers: dict[bool, Any] = {}  # py3langid LanguageIdentifier, per language set
 _identifier_lock = threading.Lock()
 
 
