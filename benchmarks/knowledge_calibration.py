@@ -11,7 +11,9 @@ Data generated here, from documents, not from any relevance benchmark's question
    asked whole and with half its words dropped at random; the answer is the chunk holding the
    sentence. Plus the paraphrase set's questions (answer: the chunk under their heading).
 3. Unanswerable queries, per Agent: the same kinds of sentences taken from the OTHER Agent's
-   documents, and UNRELATED questions in several languages and scripts.
+   documents, the paraphrase questions asked of the second Agent (which holds none of their
+   documents: user questions with no answer there), and UNRELATED questions in several
+   languages and scripts.
 4. Every query is searched in hybrid mode (limit 10, no threshold). An answer found is a
    positive example (its coverage and similarity); every passage returned for an unanswerable
    query is a negative one. Logistic curves are fitted (Newton's method, classes weighed
@@ -204,6 +206,9 @@ def main() -> None:
         )
         if chunk:
             queries.append((0, item["question"], chunk, "paraphrase"))
+            # Left out of the other Agent's documents: the same question, worded like a user's,
+            # has no answer there (leave-documents-out).
+            queries.append((1, item["question"], None, "other Agent's question"))
     for side in (0, 1):
         queries += [(side, question, None, "unrelated") for question in UNRELATED]
 

@@ -11,7 +11,8 @@ Two pieces of evidence, the same in every mode:
 Keyword mode scores with coverage alone (it does not embed the query); semantic and hybrid modes
 with both. The logistic curves below were fitted by `benchmarks/knowledge_calibration.py` on
 queries generated from the corpus (sentences of the Agent's own documents, whole and with half
-their words dropped, as answerable; sentences of documents it does not hold, and unrelated
+their words dropped, and paraphrase questions, as answerable; sentences of documents it does
+not hold, questions about documents it does not hold (leave-documents-out), and unrelated
 questions in several scripts, as unanswerable) — see docs/knowledge.md. The English model reads
 text in other scripts poorly and rates any two such texts alike (0.5-0.7), so a query written
 mostly outside the Latin script gets its own similarity curve.
@@ -35,20 +36,20 @@ from apps.knowledge.lexical import query_language
 
 # Logistic weights: relevance = sigmoid(w · features). Fitted by
 # `benchmarks/knowledge_calibration.py` (docs/knowledge.md has its output).
-KEYWORD_WEIGHTS = (-1.5, 3.9)  # bias, coverage
+KEYWORD_WEIGHTS = (-1.6, 4.2)  # bias, coverage
 MEANING_WEIGHTS = {
     # bias, coverage, similarity
-    "latin": (-3.7, 2.9, 7.5),
+    "latin": (-3.9, 3.1, 8.3),
     # The English model rates texts of other scripts alike: similarity told nothing there (its
     # fitted weight came out negative), so coverage decides.
-    "other": (-3.5, 8.3, 0.0),
+    "other": (-3.1, 6.4, 0.0),
 }
 # Latin-script queries in another language than English: the same, for the same reason.
 MEANING_WEIGHTS["foreign"] = MEANING_WEIGHTS["other"]
 # The score under which passages are withheld by default (API, MCP tool, console): on the
-# calibration queries, the highest threshold that kept every answer to an English question
-# found in hybrid mode (sentences, half sentences, paraphrases) while leaving 82 % of unrelated
-# questions with nothing.
+# calibration queries, the highest threshold that kept every sentence and paraphrase answer
+# found in hybrid mode (and 98 % of half sentences) while leaving 80 % of unrelated questions,
+# and every paraphrase question asked of an Agent without its documents, with nothing.
 DEFAULT_MIN_SCORE = 0.2
 # A Latin-script query counts as written in another language than English when the detector
 # says so with at least this probability (more likely than not; short English questions made

@@ -105,11 +105,16 @@ def test_a_latin_script_query_in_another_language_is_scored_by_the_words_it_shar
     assert relevance.query_class("what will the weather be like tomorrow") == "latin"
     assert relevance.query_class("Einsteinium discoverer") == "latin"  # names: unsure, English
     assert relevance.query_class("明日の東京の天気はどうですか") == "other"
+    # Short questions made mostly of names: among all of py3langid's languages these were
+    # Spanish or Portuguese with 0.25-0.43 only; among the languages the search stems, clearly.
+    for question in ("¿Dónde vive Shakira?", "¿Cuánto mide Gasol?", "Quem pintou Guernica?"):
+        assert relevance.query_class(question) == "foreign", question
     # The similarity an English model gives two Spanish texts says little: it does not lift a
     # passage that shares none of the question's words above the threshold.
     for script in ("foreign", "other"):
         assert relevance.score(coverage=0.0, similarity=0.6, script=script) < 0.05
-        assert relevance.score(coverage=0.7, similarity=0.6, script=script) > 0.8
+        # A passage holding most of the query's words is more likely than not an answer.
+        assert relevance.score(coverage=0.7, similarity=0.6, script=script) > 0.75
     assert relevance.score(coverage=0.0, similarity=0.6, script="latin") > 0.5
 
 
