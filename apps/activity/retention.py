@@ -17,7 +17,6 @@ touched: usage history survives.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -42,6 +41,9 @@ class Purged:
         self.messages += other.messages
         self.runs += other.runs
 
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
     def counts(self) -> dict[str, int]:
         return {"conversations": self.conversations, "messages": self.messages, "runs": self.runs}
 
@@ -64,7 +66,7 @@ def conversations_purge_batch(
 ) -> Purged:
     """Delete up to `batch_size` of the Agent's conversations whose last activity is older than
     `before`, with their messages and runs, in one transaction. `resume_at` is the previous
-    batch's `resume_at` (None for the first). An empty `ids` means nothing is left to delete."""
+    batch's `resume_at` (None for the first). An empty result (false) means nothing is left to delete."""
     expired = Conversation.objects.filter(agent_id=agent_id, updated_at__lt=before)
     if resume_at is not None:
         expired = expired.filter(updated_at__gte=resume_at)
@@ -93,21 +95,3 @@ def conversations_purge_batch(
         ids=ids,
         resume_at=picked[-1][2],
     )
-
-
-def agent_activity_purge(
-    *, agent_id: str, before: datetime, deadline: float, batch_size: int = 500
-) -> tuple[Purged, bool]:
-    """Batches of `conversations_purge_batch` until none is left (True) or `time.monotonic()`
-    passes `deadline` (False)."""
-    purged = Purged()
-    resume_at = None
-    while time.monotonic() <= deadline:
-        batch = conversations_purge_batch(
-            agent_id=agent_id, before=before, batch_size=batch_size, resume_at=resume_at
-        )
-        if not batch.ids:
-            return purged, True
-        purged.add(batch)
-        resume_at = batch.resume_at
-    return purged, False

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.activity.retention import Purged, agent_activity_purge
+from apps.activity.retention import Purged, conversations_purge_batch
 from apps.common.errors import BadRequest
 from apps.knowledge.retention import versions_prune_superseded
 from apps.retention.events import activity_purged
 from apps.retention.models import RetentionPolicy
-from apps.webhooks.retention import agent_deliveries_purge
+from apps.webhooks.retention import deliveries_purge_batch
 from apps.workspaces.audit import SYSTEM_ACTOR, audit_events_purge_batch, audit_record
 from apps.workspaces.models import Agent, Workspace
 
@@ -105,6 +107,20 @@ def _audit_events_purge(*, now, deadline: float, batch_size: int, result: Retent
     return finished
 
 
+def _drain(purge_batch: Callable, deadline: float) -> tuple[list, bool]:
+    """Call `purge_batch(resume_at=...)`, each batch starting where the last one stopped, until
+    one deletes nothing (True) or `time.monotonic()` passes `deadline` (False); the batches."""
+    batches: list = []
+    resume_at = None
+    while time.monotonic() <= deadline:
+        batch = purge_batch(resume_at=resume_at)
+        if not batch:
+            return batches, True
+        batches.append(batch)
+        resume_at = batch.resume_at
+    return batches, False
+
+
 def retention_apply(
     *,
     time_budget_seconds: float = 20.0,
@@ -127,19 +143,23 @@ def retention_apply(
         deliveries = 0
         agent_ids = Agent.objects.filter(workspace=workspace).order_by("pk")
         for agent_id in agent_ids.values_list("pk", flat=True):
-            agent_purged, done = agent_activity_purge(
-                agent_id=agent_id,
-                before=before,
-                deadline=deadline,
-                batch_size=conversations_per_batch,
+            batches, done = _drain(
+                partial(
+                    conversations_purge_batch,
+                    agent_id=agent_id,
+                    before=before,
+                    batch_size=conversations_per_batch,
+                ),
+                deadline,
             )
-            purged.add(agent_purged)
+            for batch in batches:
+                purged.add(batch)
             if done:
                 # After the runs: a delivery goes once its run is gone.
-                agent_deliveries, done = agent_deliveries_purge(
-                    agent_id=agent_id, before=before, deadline=deadline
+                batches, done = _drain(
+                    partial(deliveries_purge_batch, agent_id=agent_id, before=before), deadline
                 )
-                deliveries += agent_deliveries
+                deliveries += sum(batch.deliveries for batch in batches)
             if not done:
                 result.finished = False
                 break

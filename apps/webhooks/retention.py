@@ -9,7 +9,7 @@ no recorded run (`usage.threshold_reached`, test sends) go by age alone. One in 
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -19,16 +19,26 @@ from apps.activity.models import Run
 from apps.webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 
 
+@dataclass
+class DeliveriesPurged:
+    deliveries: int = 0
+    # Where the next batch of the same pass starts: what lies before it is gone or kept.
+    resume_at: datetime | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.deliveries)
+
+
 def deliveries_purge_batch(
     *,
     agent_id: str,
     before: datetime,
     batch_size: int = 500,
     resume_at: datetime | None = None,
-) -> tuple[int, datetime | None]:
+) -> DeliveriesPurged:
     """Delete up to `batch_size` of the Agent's expired deliveries, oldest first, with their
-    attempts, in one transaction of three statements. Returns how many went (0: none left) and
-    where the next batch of the pass starts (`resume_at`: what lies before it is gone or kept)."""
+    attempts, in one transaction of three statements. `resume_at` is the previous batch's (None
+    for the first); an empty result (false) means nothing is left to delete."""
     run_kept = Exists(Run.objects.filter(agent_id=OuterRef("agent_id"), id=OuterRef("run_id")))
     expired = WebhookDelivery.objects.filter(agent_id=agent_id, created_at__lt=before)
     if resume_at is not None:
@@ -42,26 +52,10 @@ def deliveries_purge_batch(
             .values_list("id", "created_at")[:batch_size]
         )
         if not picked:
-            return 0, resume_at
+            return DeliveriesPurged()
         ids = [delivery_id for delivery_id, _at in picked]
         WebhookAttempt.objects.filter(delivery_id__in=ids).delete()
         # The attempts are gone: one DELETE, without Django's collector fetching the deliveries
         # to look for them again and deleting a hundred a statement.
         deleted = WebhookDelivery.objects.filter(id__in=ids)._raw_delete(WebhookDelivery.objects.db)
-    return deleted, picked[-1][1]
-
-
-def agent_deliveries_purge(
-    *, agent_id: str, before: datetime, deadline: float, batch_size: int = 500
-) -> tuple[int, bool]:
-    """Batches until none is left (True) or `time.monotonic()` passes `deadline` (False)."""
-    deleted = 0
-    resume_at = None
-    while time.monotonic() <= deadline:
-        batch, resume_at = deliveries_purge_batch(
-            agent_id=agent_id, before=before, batch_size=batch_size, resume_at=resume_at
-        )
-        if not batch:
-            return deleted, True
-        deleted += batch
-    return deleted, False
+    return DeliveriesPurged(deliveries=deleted, resume_at=picked[-1][1])
