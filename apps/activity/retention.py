@@ -66,7 +66,7 @@ def conversations_purge_batch(
 ) -> Purged:
     """Delete up to `batch_size` of the Agent's conversations whose last activity is older than
     `before`, with their messages and runs, in one transaction. `resume_at` is the previous
-    batch's `resume_at` (None for the first). An empty result (false) means nothing is left to delete."""
+    batch's (None for the first); an empty result (false) means nothing is left to delete."""
     expired = Conversation.objects.filter(agent_id=agent_id, updated_at__lt=before)
     if resume_at is not None:
         expired = expired.filter(updated_at__gte=resume_at)
