@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -15,10 +17,14 @@ from apps.common.errors import BadRequest
 from apps.knowledge.retention import versions_prune_superseded
 from apps.retention.events import activity_purged
 from apps.retention.models import RetentionPolicy
+from apps.webhooks.retention import deliveries_purge_batch
 from apps.workspaces.audit import SYSTEM_ACTOR, audit_events_purge_batch, audit_record
 from apps.workspaces.models import Agent, Workspace
 
 ALLOWED_DAYS = tuple(RetentionPolicy.ActivityDays.values)
+# About 15,000 rows a transaction at ten runs and twenty messages a conversation, well under a
+# second's work (docs/performance.md, "Retention purge").
+CONVERSATIONS_PER_BATCH = 500
 
 
 def retention_policy_set(*, workspace: Workspace, activity_days: int | None) -> RetentionPolicy:
@@ -66,6 +72,8 @@ def retention_days(*, workspace: Workspace) -> int | None:
 @dataclass
 class RetentionRun:
     purged: dict[str, Purged] = field(default_factory=dict)
+    # Webhook deliveries deleted with their runs, by workspace.
+    webhook_deliveries: dict[str, int] = field(default_factory=dict)
     knowledge_versions: int = 0
     # Audit entries past AUDIT_RETENTION_DAYS deleted, by workspace.
     audit_events: dict[str, int] = field(default_factory=dict)
@@ -99,9 +107,30 @@ def _audit_events_purge(*, now, deadline: float, batch_size: int, result: Retent
     return finished
 
 
-def retention_apply(*, time_budget_seconds: float = 20.0, batch_size: int = 100) -> RetentionRun:
+def _drain(purge_batch: Callable, deadline: float) -> tuple[list, bool]:
+    """Call `purge_batch(resume_at=...)`, each batch starting where the last one stopped, until
+    one deletes nothing (True) or `time.monotonic()` passes `deadline` (False); the batches."""
+    batches: list = []
+    resume_at = None
+    while time.monotonic() <= deadline:
+        batch = purge_batch(resume_at=resume_at)
+        if not batch:
+            return batches, True
+        batches.append(batch)
+        resume_at = batch.resume_at
+    return batches, False
+
+
+def retention_apply(
+    *,
+    time_budget_seconds: float = 20.0,
+    batch_size: int = 100,
+    conversations_per_batch: int = CONVERSATIONS_PER_BATCH,
+) -> RetentionRun:
     """Delete what every workspace's policy has expired, batch by batch, until nothing is left
-    or the time budget is spent (`finished` False: the caller runs it again)."""
+    or the time budget is spent (`finished` False: the caller runs it again). Activity goes
+    `conversations_per_batch` conversations a transaction; audit entries and knowledge
+    versions `batch_size` (x10 for audit entries) at a time."""
     deadline = time.monotonic() + time_budget_seconds
     now = timezone.now()
     result = RetentionRun()
@@ -110,40 +139,42 @@ def retention_apply(*, time_budget_seconds: float = 20.0, batch_size: int = 100)
         if days is None:
             continue
         before = now - timedelta(days=days)
-        agent_ids = list(Agent.objects.filter(workspace=workspace).values_list("pk", flat=True))
         purged = Purged()
-        while True:
-            if time.monotonic() > deadline:
+        deliveries = 0
+        agent_ids = Agent.objects.filter(workspace=workspace).order_by("pk")
+        for agent_id in agent_ids.values_list("pk", flat=True):
+            batches, done = _drain(
+                partial(
+                    conversations_purge_batch,
+                    agent_id=agent_id,
+                    before=before,
+                    batch_size=conversations_per_batch,
+                ),
+                deadline,
+            )
+            for batch in batches:
+                purged.add(batch)
+            if done:
+                # After the runs: a delivery goes once its run is gone.
+                batches, done = _drain(
+                    partial(deliveries_purge_batch, agent_id=agent_id, before=before), deadline
+                )
+                deliveries += sum(batch.deliveries for batch in batches)
+            if not done:
                 result.finished = False
                 break
-            batch = conversations_purge_batch(
-                agent_ids=agent_ids, before=before, batch_size=batch_size
-            )
-            if not batch.ids:
-                break
-            purged.add(batch)
-        if purged.conversations or purged.messages or purged.runs:
+        if purged.conversations or deliveries:
             result.purged[workspace.pk] = purged
+            result.webhook_deliveries[workspace.pk] = deliveries
+            counts = {**purged.counts(), "webhook_deliveries": deliveries}
             _audit(
                 workspace.pk,
                 "retention.activity_purged",
-                {
-                    "before": before,
-                    "conversations": purged.conversations,
-                    "messages": purged.messages,
-                    "runs": purged.runs,
-                },
+                {"before": before, **counts},
                 actor=SYSTEM_ACTOR,
             )
             activity_purged.send(
-                sender=RetentionPolicy,
-                workspace_id=workspace.pk,
-                before=before,
-                counts={
-                    "conversations": purged.conversations,
-                    "messages": purged.messages,
-                    "runs": purged.runs,
-                },
+                sender=RetentionPolicy, workspace_id=workspace.pk, before=before, counts=counts
             )
         if not result.finished:
             return result

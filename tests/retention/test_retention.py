@@ -8,17 +8,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from apps.activity.models import Conversation, Message, Run
+from apps.activity.models import Conversation, Message, Run, RunStep
 from apps.activity.retention import conversations_purge_batch
 from apps.common.errors import BadRequest
 from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion
 from apps.knowledge.retention import versions_prune_superseded
 from apps.retention.events import activity_purged
 from apps.retention.services import retention_apply, retention_policy_set
+from apps.webhooks.models import WebhookAttempt, WebhookDelivery
 from tests.activity.factories import conversation_factory, message_factory, run_factory
 from tests.knowledge.conftest import make_file_document
-from tests.usage.helpers import record_run, rollup_state
+from tests.usage.helpers import conversation, iso, record, record_run, rollup_state
+from tests.webhooks.factories import delivery_factory, webhook_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +79,12 @@ def test_expired_conversations_go_with_their_messages_and_runs_and_usage_stays(
     [event] = purged_events
     assert event["workspace_id"] == workspace.pk
     assert event["before"] == NOW - timedelta(days=30)
-    assert event["counts"] == {"conversations": 2, "messages": 1, "runs": 2}
+    assert event["counts"] == {
+        "conversations": 2,
+        "messages": 1,
+        "runs": 2,
+        "webhook_deliveries": 0,
+    }
 
 
 def test_forever_and_no_policy_keep_everything(agent, workspace, purged_events):
@@ -103,11 +112,15 @@ def test_work_is_bounded_and_resumes(agent, workspace):
         record_run(agent, at=NOW - timedelta(days=100 + days))
     with time_machine.travel(NOW, tick=False):
         before = NOW - timedelta(days=30)
-        sizes = []
-        while batch := conversations_purge_batch(
-            agent_ids=[agent.pk], before=before, batch_size=2, rows_per_statement=1
-        ).ids:
-            sizes.append(len(batch))
+        sizes, resume_at = [], None
+        while True:
+            batch = conversations_purge_batch(
+                agent_id=agent.pk, before=before, batch_size=2, resume_at=resume_at
+            )
+            if not batch.ids:
+                break
+            sizes.append(len(batch.ids))
+            resume_at = batch.resume_at
         assert sizes == [2, 2, 1]
 
     for days in range(3):
@@ -118,6 +131,113 @@ def test_work_is_bounded_and_resumes(agent, workspace):
         assert Run.objects.count() == 3
         assert retention_apply().finished
     assert Run.objects.count() == 0
+
+
+def _conversation_with(agent, *, runs: int, messages_per_run: int, at: datetime) -> str:
+    conversation = conversation_factory(agent=agent, created_at=at, updated_at=at)
+    for _ in range(runs):
+        run = run_factory(agent=agent, conversation=conversation, created_at=at)
+        for _ in range(messages_per_run):
+            message_factory(conversation=conversation, run_id=run.id, created_at=at)
+    return conversation.id
+
+
+def test_a_batch_is_the_same_few_statements_whatever_its_rows(agent):
+    """Set-based: the statements of a batch do not grow with its conversations, runs or
+    messages (a DELETE per table, not per conversation or row)."""
+    long_ago = NOW - timedelta(days=100)
+    before = NOW - timedelta(days=30)
+    _conversation_with(agent, runs=1, messages_per_run=1, at=long_ago)
+    with CaptureQueriesContext(connection) as small:
+        assert conversations_purge_batch(agent_id=agent.pk, before=before).runs == 1
+    for _ in range(6):
+        _conversation_with(agent, runs=4, messages_per_run=3, at=long_ago)
+    with CaptureQueriesContext(connection) as large:
+        batch = conversations_purge_batch(agent_id=agent.pk, before=before)
+    assert (batch.conversations, batch.runs, batch.messages) == (6, 24, 72)
+    assert len(large.captured_queries) == len(small.captured_queries) <= 6
+    assert not Run.objects.filter(agent=agent).exists()
+
+
+def test_a_conversation_with_new_rows_keeps_all_its_history(agent, workspace):
+    """A runtime may record a message or a run into an old conversation without touching the
+    conversation: it is alive again, and nothing of it goes (no middle cut out, no new rows
+    lost with it)."""
+    long_ago = NOW - timedelta(days=60)
+    revived_by_run = conversation(agent, at=long_ago)
+    old_run = record_run(agent, at=long_ago, conversation_id=revived_by_run)
+    new_run = record_run(agent, at=NOW - timedelta(days=1), conversation_id=revived_by_run)
+    revived_by_message = _conversation_with(agent, runs=2, messages_per_run=1, at=long_ago)
+    message_factory(
+        conversation=Conversation.objects.get(agent=agent, id=revived_by_message),
+        created_at=NOW - timedelta(hours=2),
+    )
+    expired = _conversation_with(agent, runs=1, messages_per_run=1, at=long_ago)
+    assert Conversation.objects.get(agent=agent, id=revived_by_run).updated_at < long_ago + (
+        timedelta(days=1)
+    ), "recording a run left the conversation's own updated_at where it was"
+    retention_policy_set(workspace=workspace, activity_days=30)
+
+    with time_machine.travel(NOW, tick=False):
+        result = retention_apply()
+
+    assert result.purged[workspace.pk].counts() == {"conversations": 1, "messages": 1, "runs": 1}
+    assert not Conversation.objects.filter(agent=agent, id=expired).exists()
+    assert set(
+        Run.objects.filter(agent=agent, conversation_id=revived_by_run).values_list("id", flat=True)
+    ) == {old_run, new_run}
+    assert Run.objects.filter(agent=agent, conversation_id=revived_by_message).count() == 2
+    assert Message.objects.filter(agent=agent, conversation_id=revived_by_message).count() == 3
+
+
+def test_run_steps_and_webhook_deliveries_go_with_their_run(agent, workspace, purged_events):
+    webhook = webhook_factory(agent=agent)
+    long_ago = NOW - timedelta(days=45)
+    with time_machine.travel(long_ago, tick=False):
+        old = record_run(agent, at=long_ago)
+        record(agent, _step(old, long_ago))
+        usage_notice = delivery_factory(webhook=webhook, event_type="usage.threshold_reached")
+        usage_notice.run_id = None
+        usage_notice.save(update_fields=["run_id"])
+    with time_machine.travel(NOW - timedelta(days=2), tick=False):
+        kept = record_run(agent, at=NOW - timedelta(days=2))
+        record(agent, _step(kept, NOW - timedelta(days=2)))
+    old_delivery = WebhookDelivery.objects.get(agent=agent, run_id=old)
+    WebhookAttempt.objects.create(
+        delivery=old_delivery, attempt=1, retry=0, kind="auto", status="succeeded",
+        started_at=long_ago, finished_at=long_ago,
+    )  # fmt: skip
+    # A delivery as old as the expired one, of a run that stays (its conversation is alive).
+    alive = conversation_factory(agent=agent, created_at=long_ago, updated_at=NOW)
+    alive_run = run_factory(agent=agent, conversation=alive, created_at=long_ago)
+    delivery_factory(webhook=webhook, run_id=alive_run.id, created_at=long_ago)
+    retention_policy_set(workspace=workspace, activity_days=30)
+
+    with time_machine.travel(NOW, tick=False):
+        result = retention_apply()
+
+    assert result.finished
+    assert set(RunStep.objects.filter(agent=agent).values_list("run_id", flat=True)) == {kept}
+    assert set(WebhookDelivery.objects.filter(agent=agent).values_list("run_id", flat=True)) == {
+        kept,
+        alive_run.id,
+    }
+    assert not WebhookAttempt.objects.filter(delivery_id=old_delivery.pk).exists()
+    assert result.webhook_deliveries == {workspace.pk: 2}
+    [event] = purged_events
+    assert event["counts"] == {
+        "conversations": 1,
+        "messages": 0,
+        "runs": 1,
+        "webhook_deliveries": 2,
+    }
+
+
+def _step(run_id: str, at: datetime) -> dict:
+    return {
+        "type": "step", "id": f"{run_id}_step", "run_id": run_id, "kind": "model",
+        "name": "chat", "started_at": iso(at), "ended_at": iso(at + timedelta(seconds=1)),
+    }  # fmt: skip
 
 
 def test_only_the_allowed_periods(workspace):

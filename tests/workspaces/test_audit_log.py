@@ -22,7 +22,7 @@ from apps.retention.services import retention_apply
 from apps.workspaces import services
 from apps.workspaces.audit import AUDIT_ACTIONS, audit_record
 from apps.workspaces.models import AuditEvent
-from tests.activity.factories import conversation_factory, run_factory
+from tests.activity.factories import conversation_factory, message_factory, run_factory
 from tests.conftest import ApiClient
 from tests.factories import api_key_factory
 from tests.mcp_server.conftest import obtain_grant
@@ -225,10 +225,16 @@ def test_retention_records_what_it_deleted_as_the_system(agent, workspace, setti
     long_ago = timezone.now() - timedelta(days=40)
     conversation = conversation_factory(agent=agent, created_at=long_ago, updated_at=long_ago)
     run_factory(agent=agent, conversation=conversation, created_at=long_ago)
+    message_factory(conversation=conversation, created_at=long_ago)
     retention_apply()
     (entry,) = _entries(workspace, action="retention.activity_purged")
     assert entry.actor_type == "system"
-    assert (entry.changes["conversations"], entry.changes["runs"]) == (1, 1)
+    assert {key: value for key, value in entry.changes.items() if key != "before"} == {
+        "conversations": 1,
+        "messages": 1,
+        "runs": 1,
+        "webhook_deliveries": 0,
+    }
 
 
 def test_audit_entries_past_their_period_are_deleted_and_counted(agent, workspace, settings):
