@@ -6,13 +6,12 @@ none of them. Listeners run inside the recording transaction, so what they write
 rolls back with the run itself, and they must not do network I/O.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 from apps.activity.models import Run
-from apps.common.events import Announcement
+from apps.common.events import Announcement, Question
 
 
 @dataclass(frozen=True)
@@ -50,20 +49,12 @@ def announce_runs_recorded(events: list[RunRecorded]) -> None:
 # the days from `first_day` to `last_day`: usage keeps them in its rollup and registers the
 # provider (apps.usage.apps), so the Overview reads O(days) rows, the same ones the Usage page
 # reads, instead of scanning the period's runs.
-LatencyHistograms = Callable[[str, date, date], dict[date, dict[int, int]]]
-_latency_histogram_providers: list[LatencyHistograms] = []
-
-
-def provide_latency_histograms(provider: LatencyHistograms) -> LatencyHistograms:
-    if provider not in _latency_histogram_providers:
-        _latency_histogram_providers.append(provider)
-    return provider
+_latency_histograms: Question[[str, date, date], dict[date, dict[int, int]]] = Question()
+provide_latency_histograms = _latency_histograms.provide
 
 
 def latency_histograms(
     *, agent_id: str, first_day: date, last_day: date
 ) -> dict[date, dict[int, int]] | None:
     """The days' histograms from the provider, or None without one."""
-    for provider in _latency_histogram_providers:
-        return provider(agent_id, first_day, last_day)
-    return None
+    return _latency_histograms.ask(agent_id, first_day, last_day)

@@ -6,11 +6,10 @@ run in the request, before the answer; one that raises (a run that does not exis
 request fail with its error.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from apps.common.events import Announcement
+from apps.common.events import Announcement, Question
 from apps.workspaces.models import Agent
 
 
@@ -45,42 +44,26 @@ announce_knowledge_searched = knowledge_searched.announce
 # Runs that used a document: activity knows which runs retrieved it; the document's page asks
 # through this hook (registered in apps.activity.apps) rather than importing activity.
 
-DocumentRunCounter = Callable[[Agent, str], dict[int, int]]
-_document_run_counters: list[DocumentRunCounter] = []
-
-
-def provide_document_run_counts(counter: DocumentRunCounter) -> DocumentRunCounter:
-    if counter not in _document_run_counters:
-        _document_run_counters.append(counter)
-    return counter
+_document_run_counts: Question[[Agent, str], dict[int, int]] = Question()
+provide_document_run_counts = _document_run_counts.provide
 
 
 def document_run_counts(*, agent: Agent, document_id: str) -> dict[int, int] | None:
     """{days: runs of the last `days` days that retrieved the document}, or None without a
     provider."""
-    for counter in _document_run_counters:
-        return counter(agent, document_id)
-    return None
+    return _document_run_counts.ask(agent, document_id)
 
 
 # --- Which ids name the Agent's documents -------------------------------------------------------
 # The transcript links an AI SDK `source-document` part to the document's page when its
 # `sourceId` is one of the Agent's documents; knowledge answers (apps.knowledge.apps).
 
-DocumentFinder = Callable[[Agent, set[str]], set[str]]
-_document_finders: list[DocumentFinder] = []
-
-
-def provide_document_finder(finder: DocumentFinder) -> DocumentFinder:
-    if finder not in _document_finders:
-        _document_finders.append(finder)
-    return finder
+_known_document_ids: Question[[Agent, set[str]], set[str]] = Question()
+provide_document_finder = _known_document_ids.provide
 
 
 def known_document_ids(*, agent: Agent, ids: set[str]) -> set[str]:
     """The ids among `ids` that name documents of the Agent (none without a finder)."""
     if not ids:
         return set()
-    for finder in _document_finders:
-        return finder(agent, ids)
-    return set()
+    return _known_document_ids.ask(agent, ids) or set()

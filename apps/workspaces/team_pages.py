@@ -65,8 +65,7 @@ def _team_page(
     role = request.GET.get("role", "")
     if role not in Membership.Role.values:
         role = ""
-    # PostgreSQL text cannot hold NUL (no name has one): it is left out of the search.
-    search = request.GET.get("q", "").replace("\x00", "").strip()[:200]
+    search = request.GET.get("q", "").strip()[:200]
     people = selectors.member_list(workspace_id=workspace_id, role=role, search=search)
     ordered, keyset, sort_columns = sorted_list(MEMBER_SORTS, people, request.GET)
     members, stale = keyset_page(
