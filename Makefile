@@ -36,6 +36,7 @@ services:
 
 lint:
 	@$(UV) run ruff check .
+	@$(UV) run ruff format --check --quiet .
 	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run mypy
 	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run python manage.py makemigrations --check --dry-run -v 0
 

@@ -60,9 +60,7 @@ def _metadata(request: HttpRequest) -> dict | JsonResponse:
     problem = client_metadata_problem(data)
     if problem:
         redirect = problem.startswith("redirect_uris")
-        return _error(
-            "invalid_redirect_uri" if redirect else "invalid_client_metadata", problem
-        )
+        return _error("invalid_redirect_uri" if redirect else "invalid_client_metadata", problem)
     return data
 
 

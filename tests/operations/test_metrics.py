@@ -278,7 +278,11 @@ def test_a_script_on_a_fresh_var_dir_records_samples(tmp_path):
         "metrics.EXTRACTION_DURATION.labels('text', 'ok').observe(0.01)\n"
         "print('recorded')\n"
     )
-    env = {**os.environ, "VAR_DIR": str(tmp_path / "fresh"), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env = {
+        **os.environ,
+        "VAR_DIR": str(tmp_path / "fresh"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     result = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
