@@ -268,6 +268,68 @@ def add_late_interaction(record: dict, tokens: TokenModel) -> None:
         candidate["maxsim_tokens"] = float(best.mean())
 
 
+class StaticPieces:
+    """Each word piece's vector out of context: the model's output for "[CLS] piece [SEP]",
+    unit length. MaxSim over these needs the passages tokenized, not run through the model."""
+
+    def __init__(self, tokens: TokenModel) -> None:
+        self.model = tokens.model
+        self.vectors: dict[int, np.ndarray] = {}
+        self.special = {
+            self.model.tokenizer.token_to_id(name) for name in ("[CLS]", "[SEP]", "[PAD]")
+        }
+
+    def pieces(self, text: str) -> list[tuple[int, tuple[int, int]]]:
+        encoding = self.model.tokenizer.encode(text)
+        windows = [encoding, *encoding.overflowing]
+        return [
+            (piece, offset)
+            for window in windows
+            for piece, offset in zip(window.ids, window.offsets, strict=True)
+            if piece not in self.special
+        ]
+
+    def of(self, pieces: list[int]) -> np.ndarray:
+        missing = sorted(set(pieces) - self.vectors.keys())
+        for start in range(0, len(missing), 256):
+            batch = missing[start : start + 256]
+            ids = np.array([[101, piece, 102] for piece in batch], dtype=np.int64)
+            feed = {
+                "input_ids": ids,
+                "attention_mask": np.ones_like(ids),
+                "token_type_ids": np.zeros_like(ids),
+            }
+            (hidden,) = self.model.session.run(
+                [self.model.output], {k: v for k, v in feed.items() if k in self.model.inputs}
+            )
+            vectors = hidden[:, 1, :] / np.linalg.norm(hidden[:, 1, :], axis=1, keepdims=True)
+            self.vectors.update(zip(batch, vectors, strict=True))
+        return np.array([self.vectors[piece] for piece in pieces]).reshape(-1, 384)
+
+
+def add_static_maxsim(record: dict, static: StaticPieces) -> None:
+    """As add_late_interaction, with every piece's vector out of context."""
+    query = static.pieces(record["query"])
+    lowered = record["query"].lower()
+    spans = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"\w+", lowered)]
+    content = {word["word"] for word in record["words"] if word["word"]}
+    owner = []
+    for _, (start, _) in query:
+        word = next((w for a, b, w in spans if a <= start < b), None)
+        owner.append(word if word in content else None)
+    query_vectors = static.of([piece for piece, _ in query])
+    order = sorted(record["candidates"], key=lambda c: -_shipped(record, c))
+    for candidate in order[:LATE]:
+        passage = static.of(sorted({piece for piece, _ in static.pieces(candidate["text"])}))
+        best = (query_vectors @ passage.T).max(axis=1) if len(passage) else np.zeros(len(owner))
+        per_word: dict[str, list[float]] = {}
+        for index, word in enumerate(owner):
+            if word is not None:
+                per_word.setdefault(word, []).append(float(best[index]))
+        candidate["maxsim"] = {w: float(np.mean(v)) for w, v in per_word.items()} or {"": 1.0}
+        candidate["maxsim_tokens"] = float(best.mean()) if len(best) else 1.0
+
+
 def _latin_passage(text: str) -> bool:
     latin = sum(1 for ch in text if ch.isalpha() and ord(ch) < 0x250)
     return latin >= sum(1 for ch in text if ch.isalpha()) - latin
@@ -382,8 +444,9 @@ def evaluate(bench: list[dict], score, value: float) -> dict[str, str]:
     out = {}
     for name in ("main", "heldout"):
         records = [r for r in bench if r["set"] == name]
-        empty = found = 0
+        empty = found = found_paraphrases = 0
         answerable = [r for r in records if r["kind"] != "no_answer"]
+        paraphrases = sum(1 for r in answerable if r["kind"] == "paraphrase")
         lost_ids = []
         for record in records:
             top = _top(record, score)
@@ -392,13 +455,14 @@ def evaluate(bench: list[dict], score, value: float) -> dict[str, str]:
                 continue
             rank = next((i for i, (_, c) in enumerate(top, 1) if c["answer"]), None)
             found += rank is not None and rank <= 5
+            found_paraphrases += rank is not None and rank <= 5 and record["kind"] == "paraphrase"
             kept = any(c["answer"] and s >= value for s, c in top)
             if record["lang"] == "en" and rank is not None and not kept:
                 lost_ids.append(record["id"])
         no_answer = len(records) - len(answerable)
         out[name] = (
             f"{empty}/{no_answer} empty, English answers lost: {', '.join(lost_ids) or 'none'}, "
-            f"R@5 {found / len(answerable):.2f}"
+            f"R@5 {found / len(answerable):.2f} (paraphrases {found_paraphrases / paraphrases:.2f})"
         )
     return out
 
@@ -411,8 +475,18 @@ def analyse(bench_path: str, calib_path: str) -> None:
     bench = [json.loads(line) for line in Path(bench_path).read_text("utf-8").splitlines()]
     calib = [json.loads(line) for line in Path(calib_path).read_text("utf-8").splitlines()]
     tokens = TokenModel()
-    for record in bench + calib:
-        add_late_interaction(record, tokens)
+    static = StaticPieces(tokens)
+    for vectors in ("token vectors in context", "word-piece vectors out of context"):
+        print(f"--- MaxSim over {vectors}")
+        for record in bench + calib:
+            if vectors.endswith("in context"):
+                add_late_interaction(record, tokens)
+            else:
+                add_static_maxsim(record, static)
+        _analyse(bench, calib, tokens)
+
+
+def _analyse(bench: list[dict], calib: list[dict], tokens: TokenModel) -> None:
     for name, feature in features(tokens.vocabulary).items():
         weights = fit(calib, feature)
         score = scorer(weights, feature)
@@ -465,6 +539,25 @@ def timing(bench_path: str) -> None:
     print(
         f"one window of {len(full[0].ids)}+ word pieces: median {statistics.median(spent):.1f} "
         f"ms, p95 {spent[int(0.95 * len(spent))]:.1f} ms ({len(spent)} windows)"
+    )
+    # Out of context: every piece's vector once per process, then per query the first 10
+    # candidates tokenized and compared.
+    static = StaticPieces(TokenModel())
+    started = time.perf_counter()
+    static.of(list(range(model.tokenizer.get_vocab_size())))
+    print(
+        f"every word piece's vector out of context: {time.perf_counter() - started:.1f} s once, "
+        f"{len(static.vectors) * 384 * 4 / 1e6:.0f} MB as float32"
+    )
+    spent = []
+    for record in records:
+        started = time.perf_counter()
+        add_static_maxsim(record, static)
+        spent.append((time.perf_counter() - started) * 1000)
+    spent.sort()
+    print(
+        f"MaxSim out of context over the first {LATE} candidates: median "
+        f"{statistics.median(spent):.1f} ms, p95 {spent[int(0.95 * len(spent))]:.1f} ms a query"
     )
 
 
