@@ -58,6 +58,9 @@ SCRIPTS: dict[str, list[str]] = {
     "json_extraction.py --ascii": ["--megabytes", "0.05", "--repeat", "1", "--ascii"],
     # The small corpus split in two Agents, one sentence asked per document.
     "knowledge_calibration.py": ["--per-document", "1"],
+    # Its two Agents' candidates and features, as JSON lines on stdout (the analysis reads
+    # such dumps of the relevance and calibration databases).
+    "knowledge_abstention_features.py dump": ["dump", "calib", "-"],
     # Then the served search through gunicorn, one second per mode.
     "knowledge_search.py": ["--chunks", "60", "--runs", "1", "--http", "1"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
