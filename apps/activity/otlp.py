@@ -100,7 +100,7 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
                 "Malformed protobuf: the body is not an OTLP ExportTraceServiceRequest."
             ) from None
         for resource_spans in request.resource_spans:
-            resource = _attributes(resource_spans.resource.attributes)
+            resource = _resource_kept(_attributes(resource_spans.resource.attributes))
             for scope_spans in resource_spans.scope_spans:
                 scope = scope_spans.scope.name
                 for index, span in enumerate(scope_spans.spans):
@@ -122,6 +122,7 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
             except (json_format.ParseError, ValueError, TypeError) as exc:
                 raise BadRequest(f"resourceSpans[].resource: {_short(exc)}") from None
             resource = _attributes(message.attributes)
+        resource = _resource_kept(resource)
         for scope_spans in _items(resource_spans, "scopeSpans", "scope_spans"):
             scope = scope_spans.get("scope")
             scope_name = scope.get("name", "") if isinstance(scope, dict) else ""
@@ -263,6 +264,15 @@ def _attributes(attributes) -> dict[str, Any]:
     return out
 
 
+_RESOURCE_KEPT = ("service.name", "telemetry.sdk.name", "telemetry.sdk.language",
+                  "telemetry.sdk.version")  # fmt: skip
+
+
+def _resource_kept(resource: dict[str, Any]) -> dict[str, Any]:
+    """The resource attributes a span keeps (once per resource, not per span)."""
+    return {key: value for key, value in resource.items() if key in _RESOURCE_KEPT}
+
+
 def _time(nanos: int) -> str | None:
     return str(nanos) if nanos else None
 
@@ -294,8 +304,9 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
         decoded.reject(f"{where}: span {span_id.hex()} ends before it starts.")
         return
     try:
-        _datetime(str(span.start_time_unix_nano))
-        _datetime(_time(span.end_time_unix_nano))
+        _nanos_datetime(span.start_time_unix_nano)
+        if span.end_time_unix_nano:
+            _nanos_datetime(span.end_time_unix_nano)
     except (OverflowError, ValueError, OSError):
         decoded.reject(f"{where}: span {span_id.hex()} has a time out of range.")
         return
@@ -317,29 +328,22 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
             "status_message": span.status.message.replace("\x00", ""),
             "attributes": _attributes(span.attributes),
             "events": events,
-            "resource": {
-                key: value
-                for key, value in resource.items()
-                if key
-                in (
-                    "service.name",
-                    "telemetry.sdk.name",
-                    "telemetry.sdk.language",
-                    "telemetry.sdk.version",
-                )
-            },  # fmt: skip
+            "resource": dict(resource),  # already `_resource_kept`
             "scope": scope.replace("\x00", "")[:255],
         }
+    )
+
+
+def _nanos_datetime(value: int) -> datetime:
+    return datetime.fromtimestamp(value // 1_000_000_000, tz=UTC).replace(
+        microsecond=(value % 1_000_000_000) // 1000
     )
 
 
 def _datetime(nanos: str | None) -> datetime | None:
     if nanos is None:
         return None
-    value = int(nanos)
-    return datetime.fromtimestamp(value // 1_000_000_000, tz=UTC).replace(
-        microsecond=(value % 1_000_000_000) // 1000
-    )
+    return _nanos_datetime(int(nanos))
 
 
 def started_at(span: SpanData) -> datetime:
@@ -421,7 +425,7 @@ def metadata(span: SpanData, *names: str) -> str | None:
 
 def step_fields(span: SpanData) -> dict[str, Any]:
     """The step record of one span (apps.activity.services.step_record's fields)."""
-    attributes = dict(span["attributes"])
+    attributes = span["attributes"]  # read only
     used: set[str] = set()
     kind = span_kind(span)
     started = started_at(span)
