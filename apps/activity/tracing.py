@@ -558,11 +558,11 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
     if status == "failed":
         run["error_code"] = (fields.get("error") or "error")[:255]
     first_tokens = [
-        (otlp.started_at(span), span["attributes"].get("ai.response.msToFirstChunk"))
+        (otlp.started_at(span), ms)
         for span in trace
-        if otlp.span_kind(span) == "model"
+        if isinstance(ms := span["attributes"].get("ai.response.msToFirstChunk"), int | float)
+        and otlp.span_kind(span) == "model"
     ]
-    first_tokens = [(start, ms) for start, ms in first_tokens if isinstance(ms, int | float)]
     if first_tokens:
         start, ms = min(first_tokens, key=lambda item: item[0])
         run["first_chunk_at"] = start + timedelta(milliseconds=ms)
