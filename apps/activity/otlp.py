@@ -13,6 +13,7 @@ stores), then `step_fields` maps it onto a step of a run with the GenAI semantic
 
 import base64
 import binascii
+import functools
 import gzip
 import zlib
 from dataclasses import dataclass
@@ -469,13 +470,18 @@ def _plan(kind: str, attributes: dict) -> tuple[tuple[str | None, ...], frozense
     return plan
 
 
+@functools.cache
+def _metadata_names(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, f"ai.telemetry.metadata.{name}") for name in names)
+
+
 def metadata(span: SpanData, *names: str) -> str | None:
     """A telemetry metadata value (`ai.telemetry.metadata.<name>`) or attribute, as text."""
     attributes = span["attributes"]
-    for name in names:
+    for name, telemetry_name in _metadata_names(names):
         value = attributes.get(name)
         if value is None:
-            value = attributes.get(f"ai.telemetry.metadata.{name}")
+            value = attributes.get(telemetry_name)
         if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
             return str(value)[:255]
     return None
