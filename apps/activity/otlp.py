@@ -13,10 +13,11 @@ stores), then `step_fields` maps it onto a step of a run with the GenAI semantic
 
 import base64
 import binascii
+import functools
 import gzip
 import zlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -100,7 +101,7 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
                 "Malformed protobuf: the body is not an OTLP ExportTraceServiceRequest."
             ) from None
         for resource_spans in request.resource_spans:
-            resource = _attributes(resource_spans.resource.attributes)
+            resource = _resource_kept(_attributes(resource_spans.resource.attributes))
             for scope_spans in resource_spans.scope_spans:
                 scope = scope_spans.scope.name
                 for index, span in enumerate(scope_spans.spans):
@@ -122,6 +123,7 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
             except (json_format.ParseError, ValueError, TypeError) as exc:
                 raise BadRequest(f"resourceSpans[].resource: {_short(exc)}") from None
             resource = _attributes(message.attributes)
+        resource = _resource_kept(resource)
         for scope_spans in _items(resource_spans, "scopeSpans", "scope_spans"):
             scope = scope_spans.get("scope")
             scope_name = scope.get("name", "") if isinstance(scope, dict) else ""
@@ -263,6 +265,15 @@ def _attributes(attributes) -> dict[str, Any]:
     return out
 
 
+_RESOURCE_KEPT = ("service.name", "telemetry.sdk.name", "telemetry.sdk.language",
+                  "telemetry.sdk.version")  # fmt: skip
+
+
+def _resource_kept(resource: dict[str, Any]) -> dict[str, Any]:
+    """The resource attributes a span keeps (once per resource, not per span)."""
+    return {key: value for key, value in resource.items() if key in _RESOURCE_KEPT}
+
+
 def _time(nanos: int) -> str | None:
     return str(nanos) if nanos else None
 
@@ -294,8 +305,9 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
         decoded.reject(f"{where}: span {span_id.hex()} ends before it starts.")
         return
     try:
-        _datetime(str(span.start_time_unix_nano))
-        _datetime(_time(span.end_time_unix_nano))
+        _nanos_datetime(span.start_time_unix_nano)
+        if span.end_time_unix_nano:
+            _nanos_datetime(span.end_time_unix_nano)
     except (OverflowError, ValueError, OSError):
         decoded.reject(f"{where}: span {span_id.hex()} has a time out of range.")
         return
@@ -317,29 +329,24 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
             "status_message": span.status.message.replace("\x00", ""),
             "attributes": _attributes(span.attributes),
             "events": events,
-            "resource": {
-                key: value
-                for key, value in resource.items()
-                if key
-                in (
-                    "service.name",
-                    "telemetry.sdk.name",
-                    "telemetry.sdk.language",
-                    "telemetry.sdk.version",
-                )
-            },  # fmt: skip
+            "resource": dict(resource),  # already `_resource_kept`
             "scope": scope.replace("\x00", "")[:255],
         }
     )
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _nanos_datetime(value: int) -> datetime:
+    """The instant `value` nanoseconds after the epoch, to the microsecond (cut, not rounded)."""
+    return _EPOCH + timedelta(microseconds=value // 1000)
+
+
 def _datetime(nanos: str | None) -> datetime | None:
     if nanos is None:
         return None
-    value = int(nanos)
-    return datetime.fromtimestamp(value // 1_000_000_000, tz=UTC).replace(
-        microsecond=(value % 1_000_000_000) // 1000
-    )
+    return _nanos_datetime(int(nanos))
 
 
 def started_at(span: SpanData) -> datetime:
@@ -399,21 +406,82 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _first(attributes: dict, used: set[str], *names: str) -> Any:
-    for name in names:
-        if attributes.get(name) is not None:
-            used.update(names)
-            return attributes[name]
-    return None
+_MODEL_ID = ("gen_ai.response.model", "gen_ai.request.model", "ai.response.model", "ai.model.id")
+_INPUT = ("gen_ai.input.messages", "ai.prompt.messages", "ai.prompt")
+_OUTPUT = ("gen_ai.output.messages", "ai.response.text", "ai.response.object")
+_TOOL_CALLS = ("ai.response.toolCalls",)
+_FINISH = ("gen_ai.response.finish_reasons", "ai.response.finishReason")
+_TOKENS = (
+    ("input_tokens", ("gen_ai.usage.input_tokens", "ai.usage.inputTokens",
+                      "gen_ai.usage.prompt_tokens", "ai.usage.promptTokens")),
+    ("output_tokens", ("gen_ai.usage.output_tokens", "ai.usage.outputTokens",
+                       "gen_ai.usage.completion_tokens", "ai.usage.completionTokens")),
+    ("total_tokens", ("gen_ai.usage.total_tokens", "ai.usage.totalTokens")),
+    ("cache_read_tokens", ("gen_ai.usage.cache_read.input_tokens",
+                           "gen_ai.usage.cache_read_input_tokens", "ai.usage.cachedInputTokens")),
+    ("cache_write_tokens", ("gen_ai.usage.cache_creation.input_tokens",
+                            "gen_ai.usage.cache_creation_input_tokens")),
+)  # fmt: skip
+_FIRST_CHUNK = ("ai.response.msToFirstChunk", "gen_ai.response.time_to_first_chunk")
+_CREDITS = ("credits_charged",)
+_TOOL_NAME = ("gen_ai.tool.name", "ai.toolCall.name")
+_MCP_SERVER = ("mcp.server.name", "gen_ai.tool.mcp_server")
+_TOOL_ARGUMENTS = ("gen_ai.tool.call.arguments", "ai.toolCall.args")
+_TOOL_RESULT = ("gen_ai.tool.call.result", "ai.toolCall.result")
+_QUERY = ("gen_ai.retrieval.query.text", "db.query.text")
+_DOCUMENTS = ("gen_ai.retrieval.documents",)
+# The attribute groups each kind of step reads, in order; in each group the first attribute
+# with a value is the one read, and then every attribute of the group counts as mapped.
+_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "model": (_MODEL_ID, _INPUT, _OUTPUT, _TOOL_CALLS, _FINISH,
+              *(names for _field, names in _TOKENS), _FIRST_CHUNK, _CREDITS),
+    "agent": (_MODEL_ID, _INPUT, _OUTPUT, _TOOL_CALLS, _FINISH),
+    "tool": (_TOOL_NAME, _MCP_SERVER, _TOOL_ARGUMENTS, _TOOL_RESULT),
+    "retrieval": (_QUERY, _DOCUMENTS),
+    "custom": (),
+}  # fmt: skip
+_ALWAYS_MAPPED = {
+    kind: ("gen_ai.tool.call.id", "ai.toolCall.id", "gen_ai.operation.name")
+    if kind == "tool" else ("gen_ai.operation.name",)
+    for kind in _GROUPS
+}  # fmt: skip
+_PLANS: dict[tuple, tuple[tuple[str | None, ...], frozenset[str]]] = {}
+_MAX_PLANS = 4096
+
+
+def _plan(kind: str, attributes: dict) -> tuple[tuple[str | None, ...], frozenset[str]]:
+    """(per group of the kind, the attribute read or None; every attribute mapped), which only
+    depend on the kind and on which attributes have a value: made once per such shape, not
+    once per span (a batch's spans come in a handful of shapes)."""
+    key = (kind, *[name for name, value in attributes.items() if value is not None])
+    plan = _PLANS.get(key)
+    if plan is None:
+        present = set(key[1:])
+        chosen = tuple(
+            next((name for name in names if name in present), None) for names in _GROUPS[kind]
+        )
+        used = set(_ALWAYS_MAPPED[kind])
+        for names, name in zip(_GROUPS[kind], chosen, strict=True):
+            if name is not None:
+                used.update(names)
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[key] = (chosen, frozenset(used))
+    return plan
+
+
+@functools.cache
+def _metadata_names(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, f"ai.telemetry.metadata.{name}") for name in names)
 
 
 def metadata(span: SpanData, *names: str) -> str | None:
     """A telemetry metadata value (`ai.telemetry.metadata.<name>`) or attribute, as text."""
     attributes = span["attributes"]
-    for name in names:
+    for name, telemetry_name in _metadata_names(names):
         value = attributes.get(name)
         if value is None:
-            value = attributes.get(f"ai.telemetry.metadata.{name}")
+            value = attributes.get(telemetry_name)
         if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
             return str(value)[:255]
     return None
@@ -421,11 +489,12 @@ def metadata(span: SpanData, *names: str) -> str | None:
 
 def step_fields(span: SpanData) -> dict[str, Any]:
     """The step record of one span (apps.activity.services.step_record's fields)."""
-    attributes = dict(span["attributes"])
-    used: set[str] = set()
+    attributes = span["attributes"]  # read only
     kind = span_kind(span)
-    started = started_at(span)
-    ended = _datetime(span["end"])
+    chosen, used = _plan(kind, attributes)
+    started = _nanos_datetime(int(span["start"]))
+    end = span["end"]
+    ended = None if end is None else _nanos_datetime(int(end))
     failed = span["status"] == Status.STATUS_CODE_ERROR
     fields: dict[str, Any] = {
         "id": span["span_id"],
@@ -437,92 +506,52 @@ def step_fields(span: SpanData) -> dict[str, Any]:
         "started_at": started,
         "ended_at": ended,
     }
-    error = None
-    for event in span["events"]:
-        if event["name"] == "exception":
-            error = event["attributes"].get("exception.message") or event["attributes"].get(
-                "exception.type"
-            )
     if failed:
-        fields["error"] = span["status_message"] or (str(error) if error else "error")
+        error = None
+        for event in span["events"]:
+            if event["name"] == "exception":
+                error = event["attributes"].get("exception.message") or event["attributes"].get(
+                    "exception.type"
+                )
+        fields["error"] = str(span["status_message"] or (str(error) if error else "error"))
+    values = [None if name is None else attributes[name] for name in chosen]
     if kind in ("model", "agent"):
-        fields["model_id"] = _first(
-            attributes, used, "gen_ai.response.model", "gen_ai.request.model",
-            "ai.response.model", "ai.model.id",
-        )  # fmt: skip
-        if fields["model_id"] is not None:
-            fields["model_id"] = str(fields["model_id"])[:255]
-        fields["input"] = _json_or_text(
-            _first(attributes, used, "gen_ai.input.messages", "ai.prompt.messages", "ai.prompt")
-        )
-        output = _first(
-            attributes, used, "gen_ai.output.messages", "ai.response.text", "ai.response.object"
-        )
-        tool_calls = _first(attributes, used, "ai.response.toolCalls")
+        model_id, prompt, output, tool_calls, finish = values[:5]
+        if model_id is not None:
+            fields["model_id"] = str(model_id)[:255]
+        fields["input"] = _json_or_text(prompt)
         if output is None and tool_calls is not None:
             output = tool_calls
         fields["output"] = _json_or_text(output)
-        finish = _first(
-            attributes, used, "gen_ai.response.finish_reasons", "ai.response.finishReason"
-        )
         if isinstance(finish, list):
             finish = finish[0] if finish else None
         fields["finish_reason"] = str(finish)[:64] if finish is not None else None
-    if kind == "model":
-        for field, names in (
-            ("input_tokens", ("gen_ai.usage.input_tokens", "ai.usage.inputTokens",
-                              "gen_ai.usage.prompt_tokens", "ai.usage.promptTokens")),
-            ("output_tokens", ("gen_ai.usage.output_tokens", "ai.usage.outputTokens",
-                               "gen_ai.usage.completion_tokens", "ai.usage.completionTokens")),
-            ("total_tokens", ("gen_ai.usage.total_tokens", "ai.usage.totalTokens")),
-            ("cache_read_tokens", ("gen_ai.usage.cache_read.input_tokens",
-                                   "gen_ai.usage.cache_read_input_tokens",
-                                   "ai.usage.cachedInputTokens")),
-            ("cache_write_tokens", ("gen_ai.usage.cache_creation.input_tokens",
-                                    "gen_ai.usage.cache_creation_input_tokens")),
-        ):  # fmt: skip
-            fields[field] = _int(_first(attributes, used, *names))
-        if fields["total_tokens"] is None and fields["input_tokens"] is not None:
-            fields["total_tokens"] = fields["input_tokens"] + (fields["output_tokens"] or 0)
-        first_chunk = _number(
-            _first(
-                attributes,
-                used,
-                "ai.response.msToFirstChunk",
-                "gen_ai.response.time_to_first_chunk",
-            )
-        )
-        fields["first_token_ms"] = first_chunk
-        fields["credits_charged"] = _number(_first(attributes, used, "credits_charged"))
+        if kind == "model":
+            for (field, _names), value in zip(_TOKENS, values[5:10], strict=True):
+                fields[field] = _int(value)
+            if fields["total_tokens"] is None and fields["input_tokens"] is not None:
+                fields["total_tokens"] = fields["input_tokens"] + (fields["output_tokens"] or 0)
+            fields["first_token_ms"] = _number(values[10])
+            fields["credits_charged"] = _number(values[11])
     elif kind == "tool":
-        name = _first(attributes, used, "gen_ai.tool.name", "ai.toolCall.name")
+        name, server, arguments, result = values
         fields["tool_name"] = str(name)[:255] if name is not None else None
-        server = _first(attributes, used, "mcp.server.name", "gen_ai.tool.mcp_server")
         fields["mcp_server"] = str(server)[:255] if server is not None else None
-        fields["input"] = _json_or_text(
-            _first(attributes, used, "gen_ai.tool.call.arguments", "ai.toolCall.args")
-        )
-        fields["output"] = _json_or_text(
-            _first(attributes, used, "gen_ai.tool.call.result", "ai.toolCall.result")
-        )
-        used.update(("gen_ai.tool.call.id", "ai.toolCall.id", "gen_ai.operation.name"))
+        fields["input"] = _json_or_text(arguments)
+        fields["output"] = _json_or_text(result)
     elif kind == "retrieval":
-        query = _first(attributes, used, "gen_ai.retrieval.query.text", "db.query.text")
+        query, documents = values
         fields["query"] = str(query) if query is not None else None
-        documents = _json_or_text(_first(attributes, used, "gen_ai.retrieval.documents"))
+        documents = _json_or_text(documents)
         if isinstance(documents, list):
             fields["documents"] = [_document(item) for item in documents[:100]]
-    if failed and error and "error" not in fields:
-        fields["error"] = str(error)
-    used.add("gen_ai.operation.name")
     kept = {key: value for key, value in attributes.items() if key not in used}
     if span["events"]:
         kept["otel.events"] = span["events"][:20]
-    if span["resource"].get("service.name"):
-        kept["service.name"] = span["resource"]["service.name"]
+    service = span["resource"].get("service.name")
+    if service:
+        kept["service.name"] = service
     fields["attributes"] = kept
-    if fields.get("error"):
-        fields["error"] = str(fields["error"])
     return {key: value for key, value in fields.items() if value is not None or key in (
         "parent_id", "ended_at")}  # fmt: skip
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from apps.activity import otlp
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
-from apps.activity.recording import Unit, Wanted, new_row, rows_insert, step_bounded
+from apps.activity.recording import Unit, Wanted, new_row, step_bounded, values_insert
 from apps.common.errors import BadRequest
 from apps.workspaces.models import Agent
 
@@ -96,12 +96,7 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     wanted = set(pool) | {
         span["parent_span_id"] for span in pool.values() if span["parent_span_id"]
     }
-    stored = {
-        step_id: (trace_id, run_id)
-        for step_id, trace_id, run_id in RunStep.objects.filter(
-            agent=agent, id__in=wanted
-        ).values_list("id", "trace_id", "run_id")
-    }
+    stored = _steps_stored(agent, wanted)
 
     def drop(span_id: str, message: str) -> None:
         if span_id in incoming:
@@ -160,23 +155,21 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     traces = [(root, by_run.get(root["trace_id"], [])) for root in roots]
     unit, failed_runs = _runs_of_traces(agent, traces, incoming, result)
     run_ids = {run_id for run_id in placed.values() if run_id not in failed_runs}
-    existing_runs = set(
-        Run.objects.filter(agent=agent, id__in=run_ids).values_list("id", flat=True)
-    ) | (set(unit.new[Run]) & run_ids)
+    # The runs the unit holds exist (locked, or created by it); only the others are looked up.
+    held = {run_id for run_id in run_ids if unit.rows[Run].get(run_id) is not None}
+    existing_runs = held | set(
+        Run.objects.filter(agent=agent, id__in=run_ids - held).values_list("id", flat=True)
+    )
     now = timezone.now()
-    steps = []
-    for span_id, run_id in placed.items():
-        if run_id not in existing_runs:
-            continue
-        fields = otlp.step_fields(pool[span_id])
-        fields, cut = step_bounded(fields)
-        step = new_row(RunStep, {**fields, "agent_id": agent.pk, "run_id": run_id,
-                                 "created_at": now, "updated_at": now, "truncated": cut})  # fmt: skip
-        if step.ended_at is not None and step.duration_ms is None:
-            step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
-        steps.append(step)
+    steps = [
+        _step_values(
+            *step_bounded(otlp.step_fields(pool[span_id])), agent=agent, run_id=run_id, now=now
+        )  # fmt: skip
+        for span_id, run_id in placed.items()
+        if run_id in existing_runs
+    ]
     _steps_write(steps, stored=stored)
-    recorded = {step.id for step in steps}
+    recorded = {step["id"] for step in steps}
     result.recorded = len(recorded & set(incoming))
     waiting = [
         span for span_id, span in pool.items() if span_id not in recorded and span_id not in placed
@@ -203,7 +196,7 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     gone = (waiting_before - {span["span_id"] for span in waiting}) | (set(incoming) - set(pool))
     if gone:
         PendingSpan.objects.filter(agent=agent, span_id__in=gone).delete()
-    unit.stepped |= {step.run_id for step in steps}
+    unit.stepped |= {step["run_id"] for step in steps}
     unit.flush()
 
 
@@ -246,19 +239,50 @@ def _runs_of_traces(
     return Unit(agent), failed
 
 
-def _steps_write(steps: list[RunStep], *, stored: dict) -> None:
-    """Spans never seen are inserted (one COPY); spans sent again rewrite their step (one
-    upsert). A span recorded meanwhile by a request of another trace makes the insert fail:
-    then every step is upserted."""
-    new = [step for step in steps if step.id not in stored]
-    again = [step for step in steps if step.id in stored]
+def _step_values(
+    fields: dict[str, Any], cut: list[str], *, agent: Agent, run_id: str, now: datetime
+) -> dict[str, Any]:
+    """A step row by attribute name (`recording.new_row`'s and `values_insert`'s `values`),
+    from a span's bounded fields (`step_bounded(otlp.step_fields(span))`)."""
+    fields.update(agent_id=agent.pk, run_id=run_id, created_at=now, updated_at=now, truncated=cut)
+    ended = fields["ended_at"]
+    if ended is not None and fields.get("duration_ms") is None:
+        fields["duration_ms"] = (ended - fields["started_at"]).total_seconds() * 1000
+    return fields
+
+
+def _steps_stored(agent: Agent, ids: set[str]) -> dict[str, tuple[str | None, str]]:
+    """step id -> (its trace id, its run id), for the Agent's steps among `ids`. On PostgreSQL
+    the ids go as one array parameter (`= ANY(%s)`): a thousand `IN (%s, ...)` placeholders
+    cost more to render, merge and parse than finding the rows."""
+    if connection.vendor != "postgresql":
+        query = RunStep.objects.filter(agent=agent, id__in=ids)
+        return {step_id: (trace_id, run_id)
+                for step_id, trace_id, run_id in query.values_list("id", "trace_id", "run_id")}  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, trace_id, run_id FROM activity_runstep WHERE agent_id = %s "
+            "AND id = ANY(%s)",
+            [agent.pk, sorted(ids)],
+        )
+        return {step_id: (trace_id, run_id) for step_id, trace_id, run_id in cursor.fetchall()}
+
+
+def _steps_write(steps: list[dict[str, Any]], *, stored: dict) -> None:
+    """Spans never seen are inserted (one COPY of their values, no model instances); spans sent
+    again rewrite their step (one upsert). A span recorded meanwhile by a request of another
+    trace makes the insert fail: then every step is upserted."""
+    new = [step for step in steps if step["id"] not in stored]
+    again = [step for step in steps if step["id"] in stored]
     try:
         with transaction.atomic():
-            rows_insert(RunStep, new)
+            values_insert(RunStep, new)
     except IntegrityError:
         again = steps
+    if not again:
+        return
     RunStep.objects.bulk_create(
-        again,
+        [new_row(RunStep, step) for step in again],
         batch_size=1000,
         update_conflicts=True,
         unique_fields=["agent", "id"],
@@ -310,12 +334,7 @@ def _expired_record(agent: Agent, spans: list[otlp.SpanData]) -> int:
     spans = [span for span in spans if span["trace_id"] in runs]
     ids = {span["span_id"] for span in spans}
     parents = {span["parent_span_id"] for span in spans} - ids - {None}
-    stored = {
-        step_id: (trace_id, run_id)
-        for step_id, trace_id, run_id in RunStep.objects.filter(
-            agent=agent, id__in=ids | parents
-        ).values_list("id", "trace_id", "run_id")
-    }
+    stored = _steps_stored(agent, ids | parents)
     now = timezone.now()
     steps = []
     for span in spans:
@@ -328,14 +347,10 @@ def _expired_record(agent: Agent, spans: list[otlp.SpanData]) -> int:
         ):
             fields["parent_id"] = None
             fields["attributes"] = {**fields.get("attributes", {}), "otel.parent_span_id": parent}
-        step = RunStep(agent_id=agent.pk, run_id=span["trace_id"], created_at=now,
-                       updated_at=now, truncated=cut, **fields)  # fmt: skip
-        if step.ended_at is not None and step.duration_ms is None:
-            step.duration_ms = (step.ended_at - step.started_at).total_seconds() * 1000
-        steps.append(step)
+        steps.append(_step_values(fields, cut, agent=agent, run_id=span["trace_id"], now=now))
     _steps_write(steps, stored=stored)
     unit = Unit(agent)
-    unit.stepped = {step.run_id for step in steps}
+    unit.stepped = {step["run_id"] for step in steps}
     unit.flush()
     return len(steps)
 
@@ -543,11 +558,11 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
     if status == "failed":
         run["error_code"] = (fields.get("error") or "error")[:255]
     first_tokens = [
-        (otlp.started_at(span), span["attributes"].get("ai.response.msToFirstChunk"))
+        (otlp.started_at(span), ms)
         for span in trace
-        if otlp.span_kind(span) == "model"
+        if isinstance(ms := span["attributes"].get("ai.response.msToFirstChunk"), int | float)
+        and otlp.span_kind(span) == "model"
     ]
-    first_tokens = [(start, ms) for start, ms in first_tokens if isinstance(ms, int | float)]
     if first_tokens:
         start, ms = min(first_tokens, key=lambda item: item[0])
         run["first_chunk_at"] = start + timedelta(milliseconds=ms)
