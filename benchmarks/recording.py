@@ -69,6 +69,19 @@ def unique(prefix: str) -> str:
         return f"{prefix}_{os.getpid()}_{time.time_ns()}_{next(_counter)}"
 
 
+def analyze() -> None:
+    """ANALYZE the tables recording writes, as autovacuum keeps them in production (it is off on
+    the shared test server). Before each round of a pair too: a fresh database analyzed empty
+    kept plans that read one Agent's growing rows, and the one-Agent case fell round after round
+    (docs/performance.md, "One Agent against 16 Agents")."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE activity_run, activity_runstep, activity_message, "
+                       "activity_conversation, activity_enduser, usage_dailyusage, "
+                       "usage_dailylatency")  # fmt: skip
+
+
 def prepare(clients: int) -> list[dict]:
     """Migrate; one workspace, AGENTS Agents, a key each. Returns [{agent, key}]."""
     import django
@@ -83,12 +96,8 @@ def prepare(clients: int) -> list[dict]:
     # Statistics as autovacuum keeps them in production: the database grows by every run of
     # this benchmark, and a table never analyzed (autovacuum off, as on the shared test server)
     # makes the planner read a whole Agent to find a batch's 100 ids.
-    from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE activity_run, activity_runstep, activity_message, "
-                       "activity_conversation, activity_enduser, usage_dailyusage, "
-                       "usage_dailylatency")  # fmt: skip
+    analyze()
     workspace, _ = Workspace.objects.get_or_create(id="ws_recording", defaults={"name": "Rec"})
     out = []
     for number in range(AGENTS):
@@ -560,6 +569,8 @@ def main() -> None:
     try:
         wait_until_up(args.port, credentials[0]["key"])
         for case, number in schedule(cases(args), args):
+            if number:
+                analyze()  # outside the clock, the tables as the round before left them
             result = run_case(
                 case, port=args.port, credentials=credentials, seconds=args.seconds,
                 waits_url=database_url if args.waits else None,
