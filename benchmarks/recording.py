@@ -2,7 +2,7 @@
 
     uv run python benchmarks/recording.py [--seconds 10] [--clients 16] [--batch 100]
         [--step-runs 10] [--steps-per-run 99] [--otlp-traces 100] [--spans-per-trace 10]
-        [--only CASE ...] [--tiny]
+        [--rounds 3] [--waits] [--only CASE ...] [--tiny]
 
 Starts the service as the README runs it in production (gunicorn, 2 workers x 4 threads, on
 loopback) against a database of its own (RECORDING_DATABASE_URL, default
@@ -24,12 +24,24 @@ answered 200 for:
 Prints one line per case (records/s, requests/s, p50/p95 latency, load average) and the
 one-Agent / spread ratios. `--tiny` runs every case for a moment at a small size (the smoke run
 of tests/benchmarks/).
+
+The two cases of each ratio (16 clients on one Agent, and spread) run as a pair, `--rounds`
+times, alternating which goes first (one Agent then spread, spread then one Agent, ...): each
+round's ratio compares two cases measured one right after the other, on tables of about the
+same size, and the ratio printed is the median of the rounds' (with their range). Run once
+each, in a fixed order, the second case always found the tables, the WAL and the checkpoint
+the first left behind, and one pair moved by ±30 % from one run to the next. `--waits` samples
+the benchmark database's `pg_stat_activity` every 50 ms during each case and prints what its
+connections waited on. `--only` keeps the cases whose name has one of the words, as whole
+words ("x 100" is not "x 1000").
 """
 
 import argparse
 import http.client
 import itertools
 import os
+import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -57,6 +69,19 @@ def unique(prefix: str) -> str:
         return f"{prefix}_{os.getpid()}_{time.time_ns()}_{next(_counter)}"
 
 
+def analyze() -> None:
+    """ANALYZE the tables recording writes, as autovacuum keeps them in production (it is off on
+    the shared test server). Before each round of a pair too: a fresh database analyzed empty
+    kept plans that read one Agent's growing rows, and the one-Agent case fell round after round
+    (docs/performance.md, "One Agent against 16 Agents")."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE activity_run, activity_runstep, activity_message, "
+                       "activity_conversation, activity_enduser, usage_dailyusage, "
+                       "usage_dailylatency")  # fmt: skip
+
+
 def prepare(clients: int) -> list[dict]:
     """Migrate; one workspace, AGENTS Agents, a key each. Returns [{agent, key}]."""
     import django
@@ -71,12 +96,8 @@ def prepare(clients: int) -> list[dict]:
     # Statistics as autovacuum keeps them in production: the database grows by every run of
     # this benchmark, and a table never analyzed (autovacuum off, as on the shared test server)
     # makes the planner read a whole Agent to find a batch's 100 ids.
-    from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE activity_run, activity_runstep, activity_message, "
-                       "activity_conversation, activity_enduser, usage_dailyusage, "
-                       "usage_dailylatency")  # fmt: skip
+    analyze()
     workspace, _ = Workspace.objects.get_or_create(id="ws_recording", defaults={"name": "Rec"})
     out = []
     for number in range(AGENTS):
@@ -273,7 +294,78 @@ def conversation_for(port: int, key: str) -> str:
     return conversation
 
 
-def run_case(case: Case, *, port: int, credentials: list[dict], seconds: float) -> dict:
+class WaitSampler:
+    """What the benchmark database's connections are doing, sampled every 50 ms on a
+    connection of its own while a case runs: the average number of connections in each state
+    and wait event (`active|LWLock:BufferContent`, ...)."""
+
+    def __init__(self, database_url: str) -> None:
+        import psycopg
+
+        self.connection = psycopg.connect(database_url, autocommit=True)
+        self.database = database_url.rsplit("/", 1)[1]
+        self.counts: dict[str, int] = {}
+        self.samples = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        query = (
+            "SELECT state, coalesce(wait_event_type || ':' || wait_event, 'CPU') "
+            "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid() "
+            "AND backend_type = 'client backend'"
+        )
+        while not self.stop.wait(0.05):
+            self.samples += 1
+            for state, event in self.connection.execute(query, [self.database]).fetchall():
+                name = f"{state}|{event}"
+                self.counts[name] = self.counts.get(name, 0) + 1
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.connection.close()
+
+    def summary(self, top: int = 6) -> str:
+        busy = sorted(
+            ((count, name) for name, count in self.counts.items() if not name.startswith("idle")),
+            reverse=True,
+        )
+        samples = max(self.samples, 1)
+        parts = [f"{name} {count / samples:.2f}" for count, name in busy[:top]]
+        for state in ("idle in transaction", "idle"):
+            count = sum(n for name, n in self.counts.items() if name.startswith(f"{state}|"))
+            parts.append(f"{state} {count / samples:.2f}")
+        return f"waits ({self.samples} samples, connections): " + ", ".join(parts)
+
+
+def connections_per_worker(port: int) -> str:
+    """How the server's keep-alive connections are split between gunicorn's workers (`ss`,
+    Linux): each worker serves its connections with its own 4 threads and its own interpreter
+    lock, so 12/4 is slower than 8/8 whatever the case."""
+    if not shutil.which("ss"):
+        return "?"
+    listing = subprocess.run(
+        ["ss", "-Htnp", "state", "established", f"( sport = :{port} )"],
+        capture_output=True, text=True, check=False,
+    ).stdout  # fmt: skip
+    counts: dict[str, int] = {}
+    for pid in re.findall(r"pid=(\d+)", listing):
+        counts[pid] = counts.get(pid, 0) + 1
+    return "/".join(str(count) for count in sorted(counts.values(), reverse=True)) or "?"
+
+
+def run_case(
+    case: Case,
+    *,
+    port: int,
+    credentials: list[dict],
+    seconds: float,
+    waits_url: str | None = None,
+) -> dict:
     lanes = []
     for client in range(case.clients):
         credential = credentials[client % case.agents]
@@ -293,6 +385,9 @@ def run_case(case: Case, *, port: int, credentials: list[dict], seconds: float) 
     for thread in threads:
         thread.join()
     outcome = Outcome()
+    sampler = WaitSampler(waits_url) if waits_url else None
+    if sampler:
+        sampler.start()
     stop_at = time.monotonic() + seconds
     started = time.monotonic()
     threads = [
@@ -303,9 +398,15 @@ def run_case(case: Case, *, port: int, credentials: list[dict], seconds: float) 
     ]
     for thread in threads:
         thread.start()
+    split = "?"
+    if sampler:
+        time.sleep(min(1.0, seconds / 2))
+        split = connections_per_worker(port)
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - started
+    if sampler:
+        sampler.finish()
     if outcome.failures or warm.failures:
         raise SystemExit(f"{case.name}: {(outcome.failures or warm.failures)[:3]}")
     latencies = sorted(outcome.latencies) or [0.0]
@@ -317,6 +418,7 @@ def run_case(case: Case, *, port: int, credentials: list[dict], seconds: float) 
         "p50": statistics.median(latencies) * 1000,
         "p95": latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))] * 1000,
         "load": os.getloadavg()[0],
+        "waits": f"{sampler.summary()}; connections per worker {split}" if sampler else None,
     }
 
 
@@ -357,7 +459,43 @@ def cases(args) -> list[Case]:
                                                 args.spans_per_trace))
         )  # fmt: skip
     if args.only:
-        out = [case for case in out if any(word in case.name for word in args.only)]
+        words = [re.compile(rf"(?<![\w.]){re.escape(word)}(?![\w.])") for word in args.only]
+        out = [case for case in out if any(word.search(case.name) for word in words)]
+    return out
+
+
+def pairs(args) -> dict[str, tuple[str, str]]:
+    """The ratios the issue asks for: per request size, (one-Agent case, spread case)."""
+    clients = args.clients
+    return {
+        size: (f"runs {clients} clients x {size}, 1 Agent",
+               f"runs {clients} clients x {size}, {clients} Agents")
+        for size in ("1 run", str(args.batch))
+    }  # fmt: skip
+
+
+def schedule(selected: list[Case], args) -> list[tuple[Case, int]]:
+    """The cases in their order, each with its round (0 for a case run once): the two cases of
+    a pair, when both are selected, `--rounds` times in alternating order from where the first
+    of them stood."""
+    by_name = {case.name: case for case in selected}
+    partner = {}
+    for one, spread in pairs(args).values():
+        if one in by_name and spread in by_name:
+            partner[one] = partner[spread] = (by_name[one], by_name[spread])
+    out: list[tuple[Case, int]] = []
+    done: set[str] = set()
+    for case in selected:
+        if case.name in done:
+            continue
+        if case.name not in partner:
+            out.append((case, 0))
+            continue
+        one, spread = partner[case.name]
+        for number in range(1, args.rounds + 1):
+            first, second = (one, spread) if number % 2 else (spread, one)
+            out += [(first, number), (second, number)]
+        done |= {one.name, spread.name}
     return out
 
 
@@ -399,12 +537,21 @@ def main() -> None:
     parser.add_argument("--otlp-traces", type=int, default=100)
     parser.add_argument("--spans-per-trace", type=int, default=10)
     parser.add_argument("--port", type=int, default=8771)
+    parser.add_argument(
+        "--rounds", type=int, default=3,
+        help="rounds of each one-Agent / spread pair, alternating which runs first",
+    )  # fmt: skip
+    parser.add_argument(
+        "--waits", action="store_true", help="sample pg_stat_activity's wait events per case"
+    )
     parser.add_argument("--only", nargs="*", help="run the cases whose name has these words")
     parser.add_argument("--tiny", action="store_true", help="every case, a moment, small sizes")
     args = parser.parse_args()
     if args.tiny:
         args.seconds, args.clients, args.batch = 0.5, 2, 5
         args.step_runs, args.steps_per_run, args.otlp_traces, args.spans_per_trace = 2, 5, 2, 5
+        args.rounds = 2
+    args.rounds = max(args.rounds, 1)
     args.clients = min(args.clients, AGENTS - 1)
 
     database_url = os.environ.get("RECORDING_DATABASE_URL", DEFAULT_URL)
@@ -421,24 +568,52 @@ def main() -> None:
     results = []
     try:
         wait_until_up(args.port, credentials[0]["key"])
-        for case in cases(args):
-            result = run_case(case, port=args.port, credentials=credentials, seconds=args.seconds)
+        for case, number in schedule(cases(args), args):
+            if number:
+                analyze()  # outside the clock, the tables as the round before left them
+            result = run_case(
+                case, port=args.port, credentials=credentials, seconds=args.seconds,
+                waits_url=database_url if args.waits else None,
+            )  # fmt: skip
+            result["round"] = number
             results.append(result)
+            name = result["case"] + (f" [{number}]" if number else "")
             print(
-                f"  {result['case']:38s} {result['rate']:9.1f} {result['unit']}/s  "
+                f"  {name:42s} {result['rate']:9.1f} {result['unit']}/s  "
                 f"{result['requests']:6d} requests  p50 {result['p50']:7.1f} ms  "
                 f"p95 {result['p95']:7.1f} ms  load {result['load']:.2f}",
                 flush=True,
             )
+            if result["waits"]:
+                print(f"      {result['waits']}", flush=True)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
-    by_name = {result["case"]: result["rate"] for result in results}
-    for size in ("1 run", str(args.batch)):
-        one = by_name.get(f"runs {args.clients} clients x {size}, 1 Agent")
-        spread = by_name.get(f"runs {args.clients} clients x {size}, {args.clients} Agents")
-        if one and spread:
-            print(f"one Agent / {args.clients} Agents, {size} per request: {one / spread:.2f}")
+    for size, (one, spread) in pairs(args).items():
+        print_ratio(results, size, one, spread, args.clients)
+
+
+def print_ratio(results: list[dict], size: str, one: str, spread: str, clients: int) -> None:
+    """One-Agent / spread, round by round (each round's two cases ran one after the other),
+    and their median."""
+    rates: dict[tuple[str, int], float] = {
+        (result["case"], result["round"]): result["rate"] for result in results
+    }
+    rounds = sorted({number for name, number in rates if name == one})
+    ratios = [
+        rates[(one, number)] / rates[(spread, number)]
+        for number in rounds
+        if rates.get((spread, number))
+    ]
+    if not ratios:
+        return
+    median_one = statistics.median(rates[(one, number)] for number in rounds)
+    median_spread = statistics.median(rates[(spread, number)] for number in rounds)
+    print(
+        f"one Agent / {clients} Agents, {size} per request: {statistics.median(ratios):.2f} "
+        f"(median of {len(ratios)} round(s); rounds {', '.join(f'{r:.2f}' for r in ratios)}; "
+        f"median rates {median_one:.1f} / {median_spread:.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -7,16 +7,18 @@ service keeps both equal to the sums over the runs by applying each recorded cha
 difference (`apps.usage.services`); `manage.py usage_rebuild` recomputes them from the runs.
 
 Each of those rows is split in up to ROLLUP_STRIPES stripes: a recording adds its differences
-to the stripe of its database connection, so concurrent recordings of one busy Agent do not
-queue on one row lock until each other's commit. A stripe alone means nothing (a run counted in
+to a stripe of the Agent that no other recording in flight holds (apps.usage.services,
+`rollup_stripe`), so concurrent recordings of one busy Agent do not queue on one row lock until
+each other's commit. A stripe alone means nothing (a run counted in
 one stripe may be taken away in another when it changes); every reader sums the stripes of an
 Agent and day (and bucket), and the rebuild writes stripe 0 only.
 """
 
 from django.db import models
 
-# Stripes per Agent and day: at least the database connections that record at once (gunicorn's
-# workers x threads; 2 x 4 as the README runs it), so two of them rarely share one.
+# Stripes per Agent and day: the recordings of one Agent that can be in flight at once without
+# waiting for each other (gunicorn's workers x threads record at once: 2 x 4 as the README runs
+# it).
 ROLLUP_STRIPES = 8
 
 

@@ -5,14 +5,15 @@ The rollup is kept equal to the sums over the runs by applying differences: a re
 contributes its counters (and its latency bucket) to the row of its Agent and UTC day; when a
 run changes, its previous contribution is taken away and the new one added, on whichever days
 they fall. Each difference is one `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x` on
-the stripe of the recording's database connection (apps.usage.models), so concurrent
-recordings never lose an increment, and those of one Agent on different connections do not
-wait for each other. All of it runs inside the recording transaction: it commits or rolls back
+a stripe no other recording of the Agent in flight holds (apps.usage.models, `rollup_stripe`),
+so concurrent recordings never lose an increment and those of one Agent do not wait for each
+other. All of it runs inside the recording transaction: it commits or rolls back
 with the run.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
@@ -148,15 +149,41 @@ _LATENCY_SQL = _upsert_sql(
 _ZERO_COUNTERS = {name: 0 for name in COUNTER_FIELDS}
 
 
-def rollup_stripe() -> int:
-    """The stripe this connection writes (apps.usage.models): its PostgreSQL backend's process
-    id (behind PgBouncer, the one reported at connecting), known to the client without a round
-    trip, so each connection keeps to one stripe and the connections recording at once mostly
-    hold different rows. Any stripe is correct: readers sum them all."""
+# The first of the Agent's stripes, from the connection's own on, that no transaction in flight
+# holds: each claimed with a transaction-level advisory lock that is only tried, never waited
+# for (the scan stops at the first one claimed). The key is the Agent's (a 32-bit digest of its
+# id) and the stripe's.
+_STRIPE_CLAIM_SQL = (
+    "SELECT stripe FROM (SELECT (%s + i) %% %s AS stripe FROM generate_series(0, %s - 1) AS i) "
+    "AS stripes WHERE pg_try_advisory_xact_lock(%s::integer, stripe::integer) LIMIT 1"
+)
+
+
+def connection_stripe() -> int:
+    """This connection's own stripe: its PostgreSQL backend's process id modulo the stripes
+    (behind PgBouncer, the one reported at connecting), known without a round trip."""
     if connection.vendor != "postgresql":
         return 0
     connection.ensure_connection()
     return connection.connection.info.backend_pid % ROLLUP_STRIPES
+
+
+def rollup_stripe(agent_id: str) -> int:
+    """The stripe of the Agent's rows this recording writes (apps.usage.models): the first one,
+    starting from the connection's own, that no other recording of the Agent in flight holds,
+    claimed until this transaction ends (one round trip). Stripes by connection alone collided:
+    eight connections share eight stripes by `backend_pid % 8` only by luck, and two recordings
+    of one Agent on the same stripe queued on its row lock from one's upsert to its commit. When
+    every stripe is held (more recordings of the Agent at once than stripes) the connection's
+    own, whose upsert then waits its turn. Any stripe is correct: readers sum them all."""
+    own = connection_stripe()
+    if connection.vendor != "postgresql":
+        return own
+    key = zlib.crc32(agent_id.encode()) - (1 << 31)  # a signed 32-bit key
+    with connection.cursor() as cursor:
+        cursor.execute(_STRIPE_CLAIM_SQL, [own, ROLLUP_STRIPES, ROLLUP_STRIPES, key])
+        row = cursor.fetchone()
+    return own if row is None else row[0]
 
 
 def rollup_apply(
@@ -166,20 +193,24 @@ def rollup_apply(
     days: Mapping[date, Mapping[str, Any]],
     latency_buckets: Mapping[tuple[date, int], int],
 ) -> None:
-    """Add differences to an Agent's rows of this connection's stripe: one multi-row upsert
+    """Add differences to an Agent's rows of one stripe (`rollup_stripe`): one multi-row upsert
     for the days, one for the latency buckets; stripe rows left holding nothing are removed (as
     a rebuild would never create them). Rows are touched in key order, so two recordings that
     touch the same rows lock them in the same order."""
-    stripe = rollup_stripe()
+    changed_days = [
+        day for day in sorted(days) if any(days[day].get(name) for name in COUNTER_FIELDS)
+    ]
+    changed_buckets = [(key, runs) for key, runs in sorted(latency_buckets.items()) if runs]
+    if not changed_days and not changed_buckets:
+        return  # nothing to add, nothing emptied: no stripe claimed
+    stripe = rollup_stripe(agent_id)
     daily = [
         [agent_id, workspace_id, day, stripe, *(days[day].get(name, 0) for name in COUNTER_FIELDS)]
-        for day in sorted(days)
-        if any(days[day].get(name) for name in COUNTER_FIELDS)
+        for day in changed_days
     ]
     latency = [
         [agent_id, workspace_id, day, bucket, stripe, runs]
-        for (day, bucket), runs in sorted(latency_buckets.items())
-        if runs
+        for (day, bucket), runs in changed_buckets
     ]
     with connection.cursor() as cursor:
         for sql, rows in ((_DAILY_SQL, daily), (_LATENCY_SQL, latency)):

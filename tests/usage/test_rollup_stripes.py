@@ -2,16 +2,26 @@
 connections write several rows of one Agent-day, and every reader answers exactly what one row
 per Agent-day (a rebuild, which writes stripe 0 only) answers."""
 
+import contextlib
 import threading
+import time
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 
+import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import Sum
 
 from apps.usage import tiers
 from apps.usage.models import ROLLUP_STRIPES, DailyLatency, DailyUsage
 from apps.usage.selectors import Period, agent_latency_histograms, usage_get
-from apps.usage.services import month_credits, rollup_rebuild, rollup_stripe
+from apps.usage.services import (
+    connection_stripe,
+    month_credits,
+    rollup_rebuild,
+    rollup_stripe,
+)
 from tests.usage.helpers import conversation, record, record_run, rollup_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,9 +103,85 @@ def _record_on_many_connections(agent) -> None:
     assert errors == []
 
 
-def test_a_connection_keeps_to_one_stripe_in_range():
-    assert rollup_stripe() == rollup_stripe()
-    assert 0 <= rollup_stripe() < ROLLUP_STRIPES
+def test_a_connection_keeps_to_one_stripe_in_range(agent):
+    assert connection_stripe() == connection_stripe()
+    assert 0 <= connection_stripe() < ROLLUP_STRIPES
+    # No other recording of the Agent in flight: the connection's own stripe, each time (the
+    # claim ends with its transaction).
+    assert rollup_stripe(agent.pk) == connection_stripe() == rollup_stripe(agent.pk)
+
+
+def test_recordings_of_one_agent_in_flight_together_write_different_stripes(agent):
+    """As many recordings of one Agent as there are stripes, each holding its transaction open
+    until all have written the rollup: none waits for another's row lock (by connection alone,
+    two of eight connections shared a stripe by `backend_pid % 8`, and the second waited for
+    the first's commit), and each wrote a stripe of its own. Today's runs: a late write (a day
+    two days past) also bumps its workspace-month's tier version (migration usage/0004), one
+    row whatever the stripe."""
+    today = datetime.now(UTC).replace(microsecond=0)
+    conversations = [conversation(agent, at=today) for _ in range(ROLLUP_STRIPES)]
+    written = [threading.Event() for _ in range(ROLLUP_STRIPES)]
+    release = threading.Event()
+    stripes: list[int] = []
+    pids: list[int] = []
+    errors = []
+
+    def worker(index: int) -> None:
+        try:
+            with transaction.atomic():
+                connection.ensure_connection()
+                pids.append(connection.connection.info.backend_pid)
+                record_run(agent, at=today, conversation_id=conversations[index])
+                mine = DailyUsage.objects.filter(agent=agent, day=today.date())
+                stripes.extend(mine.values_list("stripe", flat=True))
+                written[index].set()
+                release.wait(timeout=600)
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(ROLLUP_STRIPES)]
+    for thread in threads:
+        thread.start()
+    waited: list = []
+    # Until every recording has written, or one waits for another's row lock (it would wait
+    # until the other commits, which waits for it): no clock, so a paused machine cannot fail it.
+    try:
+        with connections_to_watch() as watch:
+            while not all(event.is_set() for event in written) and not errors:
+                waited = watch.execute(
+                    "SELECT lock.locktype, lock.relation::regclass::text, activity.query "
+                    "FROM pg_locks lock JOIN pg_stat_activity activity USING (pid) "
+                    "WHERE NOT lock.granted AND lock.pid = ANY(%s) "
+                    # A row's lock (not a moment's wait to extend a table).
+                    "AND lock.locktype IN ('transactionid', 'tuple')",
+                    [pids],
+                ).fetchall()
+                if waited:
+                    break
+                time.sleep(0.05)
+    finally:
+        release.set()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert waited == [], f"a recording of the Agent waited for another's lock: {waited!r}"
+    # Each saw its own uncommitted row, and only it.
+    assert sorted(stripes) == list(range(ROLLUP_STRIPES))
+    row = DailyUsage.objects.filter(agent=agent, day=today.date()).aggregate(runs=Sum("runs"))
+    assert row["runs"] == ROLLUP_STRIPES
+
+
+@contextlib.contextmanager
+def connections_to_watch() -> Iterator[psycopg.Connection]:
+    """A connection of its own to the test database, in autocommit, to read pg_locks."""
+    settings = connection.settings_dict
+    with psycopg.connect(
+        dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"],
+        host=settings["HOST"], port=settings["PORT"] or None, autocommit=True,
+    ) as watch:  # fmt: skip
+        yield watch
 
 
 def test_usage_read_from_stripes_equals_usage_read_from_one_row_per_agent_day(
