@@ -30,7 +30,8 @@ times, alternating which goes first (one Agent then spread, spread then one Agen
 round's ratio compares two cases measured one right after the other, on tables of about the
 same size, and the ratio printed is the median of the rounds' (with their range). Run once
 each, in a fixed order, the second case always found the tables, the WAL and the checkpoint
-the first left behind, and one pair moved by ±30 % from one run to the next. `--waits` samples
+the first left behind, and one pair moved by ±30 % from one run to the next. Every case
+starts settled, outside its clock: the tables analyzed and a CHECKPOINT (`settle`). `--waits` samples
 the benchmark database's `pg_stat_activity` every 50 ms during each case and prints what its
 connections waited on. `--only` keeps the cases whose name has one of the words, as whole
 words ("x 100" is not "x 1000").
@@ -80,6 +81,18 @@ def analyze() -> None:
         cursor.execute("ANALYZE activity_run, activity_runstep, activity_message, "
                        "activity_conversation, activity_enduser, usage_dailyusage, "
                        "usage_dailylatency")  # fmt: skip
+
+
+def settle() -> None:
+    """Before each case, outside its clock: the tables analyzed as the cases before left them
+    (`analyze`), and a CHECKPOINT, so that a case does not pay for writing out the pages the
+    case before it dirtied (one client's OTLP case measured right after the 16-client batches
+    ran at 3,600 spans/s, alone at 5,300-5,800: docs/performance.md, "Recording")."""
+    from django.db import connection
+
+    analyze()
+    with connection.cursor() as cursor:
+        cursor.execute("CHECKPOINT")
 
 
 def prepare(clients: int) -> list[dict]:
@@ -569,8 +582,7 @@ def main() -> None:
     try:
         wait_until_up(args.port, credentials[0]["key"])
         for case, number in schedule(cases(args), args):
-            if number:
-                analyze()  # outside the clock, the tables as the round before left them
+            settle()  # outside the clock: every case starts on the same footing
             result = run_case(
                 case, port=args.port, credentials=credentials, seconds=args.seconds,
                 waits_url=database_url if args.waits else None,
