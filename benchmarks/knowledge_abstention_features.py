@@ -42,6 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+# The shipped curves (no Django needed to read them).
+from apps.knowledge.relevance import MEANING_WEIGHTS  # noqa: E402 - after the path is set
+
 TOP = 30  # candidates dumped per query
 LATE = 10  # candidates given the late-interaction features
 MIN_LETTERS = 4  # an unknown real word has at least this many letters
@@ -134,44 +137,12 @@ def dump_bench(out) -> None:
 def dump_calib(out) -> None:
     import knowledge_calibration as calibration
 
-    from apps.knowledge.models import KnowledgeChunk
     from apps.workspaces.models import Agent
 
-    rng = random.Random(7)
     paraphrase = json.loads((ROOT / "benchmarks" / "knowledge_paraphrase.json").read_text())
     agents = list(Agent.objects.filter(workspace__name="Knowledge calibration").order_by("name"))
-    queries: list[tuple[int, str, int | None, str]] = []
-    for side in (0, 1):
-        documents = (
-            agents[side]
-            .knowledge_documents.filter(status="ready")
-            .exclude(name__in=list(paraphrase["documents"]))
-            .order_by("name")
-            .values_list("pk", flat=True)
-        )
-        for document_id in documents:
-            chunks = KnowledgeChunk.objects.filter(document_id=document_id, is_searchable=True)
-            found = [
-                (pk, sentence)
-                for pk, text in chunks.order_by("position").values_list("pk", "text")
-                for sentence in calibration._sentences(text)
-            ]
-            for pk, sentence in rng.sample(found, min(4, len(found))):
-                half = calibration._drop_half(sentence, rng)
-                for query, kind in ((sentence, "sentence"), (half, "half")):
-                    queries.append((side, query, pk, kind))
-                    queries.append((1 - side, query, None, f"other Agent's {kind}"))
-    for item in paraphrase["questions"]:
-        chunk = (
-            KnowledgeChunk.objects.filter(agent=agents[0], heading_path__contains=[item["heading"]])
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if chunk:
-            queries.append((0, item["question"], chunk, "paraphrase"))
-            queries.append((1, item["question"], None, "other Agent's question"))
-    for side in (0, 1):
-        queries += [(side, question, None, "unrelated") for question in calibration.UNRELATED]
+    documents = calibration.documents_held(agents, paraphrase)
+    queries = calibration.calibration_queries(agents, documents, paraphrase, random.Random(7), 4)
     for side, query, expected, kind in queries:
         record = _record(agents[side], query, set="calib", kind=kind, expected=expected)
         for candidate in record["candidates"]:
@@ -181,15 +152,13 @@ def dump_calib(out) -> None:
 
 # --- features --------------------------------------------------------------------------------
 
-SHIPPED = {"latin": (-3.9, 3.1, 8.3), "other": (-3.1, 6.4, 0.0)}
-
 
 def _sigmoid(value: float) -> float:
     return 0.0 if value < -40 else 1 / (1 + math.exp(-value))
 
 
 def _shipped(record: dict, candidate: dict) -> float:
-    bias, coverage, similarity = SHIPPED.get(record["class"], SHIPPED["other"])
+    bias, coverage, similarity = MEANING_WEIGHTS.get(record["class"], MEANING_WEIGHTS["other"])
     return _sigmoid(
         bias + coverage * candidate["coverage"] + similarity * (candidate["similarity"] or 0.0)
     )

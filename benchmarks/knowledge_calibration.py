@@ -111,6 +111,60 @@ def _family(path: Path) -> str:
     return path.stem.split("_")[0].split(".")[0] if "markitdown" not in path.stem else "markitdown"
 
 
+def documents_held(agents: list, paraphrase: dict) -> list[list[str]]:
+    """The corpus documents each of the two Agents holds ready (not the paraphrase documents),
+    in name order: what a `--reuse` run asks about."""
+    return [
+        list(
+            agent.knowledge_documents.filter(status="ready")
+            .exclude(name__in=list(paraphrase["documents"]))
+            .order_by("name")
+            .values_list("pk", flat=True)
+        )
+        for agent in agents
+    ]
+
+
+def calibration_queries(
+    agents: list,
+    documents: list[list[str]],
+    paraphrase: dict,
+    rng: random.Random,
+    per_document: int,
+) -> list[tuple[int, str, int | None, str]]:
+    """(agent index, query, expected chunk id or None, kind) for every query of the calibration
+    (the module's docstring), sentences drawn with `rng`."""
+    from apps.knowledge.models import KnowledgeChunk
+
+    queries: list[tuple[int, str, int | None, str]] = []
+    for side in (0, 1):
+        for document_id in documents[side]:
+            chunks = list(
+                KnowledgeChunk.objects.filter(document_id=document_id, is_searchable=True)
+                .order_by("position")
+                .values_list("pk", "text")
+            )
+            candidates = [(pk, s) for pk, text in chunks for s in _sentences(text)]
+            for pk, sentence in rng.sample(candidates, min(per_document, len(candidates))):
+                for query, kind in ((sentence, "sentence"), (_drop_half(sentence, rng), "half")):
+                    queries.append((side, query, pk, kind))
+                    queries.append((1 - side, query, None, f"other Agent's {kind}"))
+    for item in paraphrase["questions"]:
+        chunk = (
+            KnowledgeChunk.objects.filter(agent=agents[0], heading_path__contains=[item["heading"]])
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if chunk:
+            queries.append((0, item["question"], chunk, "paraphrase"))
+            # Left out of the other Agent's documents: the same question, worded like a user's,
+            # has no answer there (leave-documents-out).
+            queries.append((1, item["question"], None, "other Agent's question"))
+    for side in (0, 1):
+        queries += [(side, question, None, "unrelated") for question in UNRELATED]
+    return queries
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-document", type=int, default=4)
@@ -129,7 +183,6 @@ def main() -> None:
 
     from apps.common.errors import ServiceError
     from apps.knowledge import embeddings, pipeline, relevance, services
-    from apps.knowledge.models import KnowledgeChunk
     from apps.knowledge.search import search_chunks
     from apps.workspaces.models import Agent, Workspace
 
@@ -166,14 +219,7 @@ def main() -> None:
 
     documents: list[list[str]] = [[], []]
     if agents is existing:
-        for side in (0, 1):
-            documents[side] = list(
-                agents[side]
-                .knowledge_documents.filter(status="ready")
-                .exclude(name__in=list(paraphrase["documents"]))
-                .order_by("name")
-                .values_list("pk", flat=True)
-            )
+        documents = documents_held(agents, paraphrase)
     else:
         for path in files:
             side = half[_family(path)]
@@ -184,33 +230,7 @@ def main() -> None:
             ingest(agents[0], name, markdown.encode())
     print(f"Ingested {len(documents[0])} + {len(documents[1])} corpus documents.")
 
-    # (agent index, query, expected chunk id or None, kind)
-    queries: list[tuple[int, str, int | None, str]] = []
-    for side in (0, 1):
-        for document_id in documents[side]:
-            chunks = list(
-                KnowledgeChunk.objects.filter(document_id=document_id, is_searchable=True)
-                .order_by("position")
-                .values_list("pk", "text")
-            )
-            candidates = [(pk, s) for pk, text in chunks for s in _sentences(text)]
-            for pk, sentence in rng.sample(candidates, min(args.per_document, len(candidates))):
-                for query, kind in ((sentence, "sentence"), (_drop_half(sentence, rng), "half")):
-                    queries.append((side, query, pk, kind))
-                    queries.append((1 - side, query, None, f"other Agent's {kind}"))
-    for item in paraphrase["questions"]:
-        chunk = (
-            KnowledgeChunk.objects.filter(agent=agents[0], heading_path__contains=[item["heading"]])
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if chunk:
-            queries.append((0, item["question"], chunk, "paraphrase"))
-            # Left out of the other Agent's documents: the same question, worded like a user's,
-            # has no answer there (leave-documents-out).
-            queries.append((1, item["question"], None, "other Agent's question"))
-    for side in (0, 1):
-        queries += [(side, question, None, "unrelated") for question in UNRELATED]
+    queries = calibration_queries(agents, documents, paraphrase, rng, args.per_document)
 
     positives: list[tuple[float, float, str, str]] = []
     negatives: list[tuple[float, float, str, str]] = []
