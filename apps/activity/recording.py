@@ -139,42 +139,14 @@ def _json_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def rows_insert(model: type[models.Model], rows: list) -> None:
-    """Insert new rows (their row key left to the database). On PostgreSQL one `COPY`, whose
-    values psycopg writes in C: Django's per-field preparation of a bulk INSERT cost more than
-    the database's work for a batch of a thousand steps. Unique and foreign keys apply as for
-    an INSERT. Elsewhere (SQLite), `bulk_create`."""
-    if not rows:
-        return
-    if connection.vendor != "postgresql":
-        model.objects.bulk_create(rows, batch_size=500)  # type: ignore[attr-defined]
-        return
-    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
-    json_fields = {
-        index for index, field in enumerate(fields) if isinstance(field, models.JSONField)
-    }
-    columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in fields)
-    names = [field.attname for field in fields]
-    # Django's error classes (IntegrityError, ...) for what psycopg's own cursor raises.
-    with connection.cursor() as cursor, connection.wrap_database_errors:
-        raw = cursor.cursor  # psycopg's own cursor, under Django's wrapper
-        with raw.copy(f"COPY {model._meta.db_table} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                values = [getattr(row, name) for name in names]
-                for index in json_fields:
-                    if values[index] is not None:
-                        values[index] = Jsonb(values[index], dumps=_json_text)
-                copy.write_row(values)
-
-
 _DEFAULT = object()  # a column the values leave out: its field's default
 _COPY_LAYOUTS: dict[type, tuple[str, list[tuple[str, Any]], list[tuple[int, Any]], list]] = {}
 
 
 def _copy_layout(model: type[models.Model]) -> tuple[str, list, list, list]:
     """(the COPY statement, (attribute name, default) per column with `_DEFAULT` for a default
-    that is made per row, those columns' (index, default maker), the JSON columns' (index, name,
-    JSON text of the default or None))."""
+    that is made per row, those columns' (index, default maker), the JSON columns' (index, JSON
+    text of the default or None)); made once per model."""
     layout = _COPY_LAYOUTS.get(model)
     if layout is None:
         fields = [field for field in model._meta.concrete_fields if not field.primary_key]
@@ -198,6 +170,31 @@ def _copy_layout(model: type[models.Model]) -> tuple[str, list, list, list]:
             json_columns,
         )
     return layout
+
+
+def rows_insert(model: type[models.Model], rows: list) -> None:
+    """Insert new rows (their row key left to the database). On PostgreSQL one `COPY`, whose
+    values psycopg writes in C: Django's per-field preparation of a bulk INSERT cost more than
+    the database's work for a batch of a thousand steps. Unique and foreign keys apply as for
+    an INSERT. Elsewhere (SQLite), `bulk_create`."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(rows, batch_size=500)  # type: ignore[attr-defined]
+        return
+    statement, plain, _made, json_columns = _copy_layout(model)
+    names = [name for name, _default in plain]
+    json_fields = [index for index, _default_text in json_columns]
+    # Django's error classes (IntegrityError, ...) for what psycopg's own cursor raises.
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        raw = cursor.cursor  # psycopg's own cursor, under Django's wrapper
+        with raw.copy(statement) as copy:
+            for row in rows:
+                values = [getattr(row, name) for name in names]
+                for index in json_fields:
+                    if values[index] is not None:
+                        values[index] = Jsonb(values[index], dumps=_json_text)
+                copy.write_row(values)
 
 
 def values_insert(model: type[models.Model], rows: list[dict[str, Any]]) -> None:
