@@ -14,7 +14,6 @@ stores), then `step_fields` maps it onto a step of a run with the GenAI semantic
 import base64
 import binascii
 import functools
-import gzip
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -188,10 +187,6 @@ def error_as_status(response: Any, *, content_type: str | None) -> Any:
         response.content = orjson.dumps({**answer, "name": envelope.get("name")})
         response["Content-Type"] = JSON
     return response
-
-
-def gzip_compress(data: bytes) -> bytes:
-    return gzip.compress(data)
 
 
 # --- One span ------------------------------------------------------------------------------------
