@@ -37,6 +37,7 @@ services:
 lint:
 	@$(UV) run ruff check .
 	@$(UV) run ruff format --check --quiet .
+	@$(UV) run lint-imports --no-cache --no-logo
 	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run mypy
 	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run python manage.py makemigrations --check --dry-run -v 0
 

@@ -1,118 +1,143 @@
-"""The apps stand on floors and lean one way (docs/architecture.md, "Floors"):
+"""What the import-linter contracts cannot say about the floors (docs/architecture.md, "Floors").
 
-    common  <-  api  <-  workspaces  <-  feature apps  <-  demo
+The floors themselves (common <- api <- workspaces <- feature apps <- top apps) and "a feature
+app imports another's events, models and rendering only" are import-linter contracts in
+pyproject.toml, run by `make lint`. This file holds the rest:
 
-An app imports only from the floors below its own. The feature apps share a floor and know
-each other only through what one announces: from another feature app, a module may import its
-`events` (to listen), its `models` (to read, never write, the rows an event hands over) and its
-`rendering` (to put those rows in the contract's shape), and never a private name. Everything
-else of an app (services, selectors, api, pages, tasks, forms...) is its own.
+- every app stands on a floor of the layers contract (an app named nowhere is checked by nothing);
+- no module imports a private name (`_x`) of another app;
+- a feature app reads another feature app's models but never writes them (`Model.objects.create`,
+  `.update`, `.delete`, ...): the rows belong to the app that announces them.
 
-Every import counts, at the top of a module or inside a function, in every file under apps/
-(config/ sits above every app and composes them). The second half of this file feeds the same
-check imports it must refuse, so a check that stopped seeing anything would fail here.
+Every import and call counts, at module level or inside a function, in every file under apps/.
+The second half feeds each check code it must refuse, so a check that stopped seeing anything
+would fail here.
 """
 
 import ast
+import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.smoke
 
-APPS = Path(__file__).resolve().parents[1] / "apps"
+ROOT = Path(__file__).resolve().parents[1]
+APPS = ROOT / "apps"
 
-FEATURE = 3
-FLOORS = {
-    "common": 0,
-    "api": 1,
-    "workspaces": 2,
-    "activity": FEATURE,
-    "knowledge": FEATURE,
-    "mcp_server": FEATURE,
-    "tools": FEATURE,
-    "usage": FEATURE,
-    "webhooks": FEATURE,
-    "demo": 4,
-    # Above the feature apps too, composing them: health, readiness and metrics, and the
-    # retention that runs each feature app's own purge.
-    "operations": 4,
-    "retention": 4,
-}
-FLOOR_NAMES = {0: "common", 1: "api", 2: "workspaces", FEATURE: "feature apps", 4: "top apps"}
-
-# What a feature app may import from another feature app.
-PUBLIC_MODULES = frozenset({"events", "models", "rendering"})
+# Manager and queryset methods that write rows.
+WRITES = frozenset(
+    {
+        "create",
+        "bulk_create",
+        "bulk_update",
+        "update",
+        "delete",
+        "get_or_create",
+        "update_or_create",
+    }
+)
 
 
-@dataclass(frozen=True)
-class Import:
-    where: str  # file:line, for the message
-    app: str  # the importing app
-    module: str  # the module imported: "apps.activity.events"
+def _contracts() -> list[dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return config["tool"]["importlinter"]["contracts"]
 
 
-def imports_in(source: str, *, app: str, package: str, where: str) -> Iterator[Import]:
-    """Every module `source` imports (a `from m import n` counts as `m.n`: n may be a module)."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield Import(f"{where}:{node.lineno}", app, alias.name)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: resolved against the importing package
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parent, base] if base else parent)
-            for alias in node.names:
-                yield Import(f"{where}:{node.lineno}", app, f"{base}.{alias.name}")
+def floors() -> list[set[str]]:
+    """The layers contract's floors, top first, each a set of app names."""
+    (layers,) = [contract for contract in _contracts() if contract["type"] == "layers"]
+    return [
+        {name.strip().removeprefix("apps.") for name in floor.replace("|", ":").split(":")}
+        for floor in layers["layers"]
+    ]
 
 
-def violation(found: Import) -> str | None:
-    parts = found.module.split(".")
-    if parts[0] != "apps" or len(parts) < 2 or parts[1] == found.app:
+def feature_apps() -> set[str]:
+    (independence,) = [c for c in _contracts() if c["type"] == "independence"]
+    return {name.removeprefix("apps.") for name in independence["modules"]}
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    base = node.module or ""
+    if node.level:  # relative: resolved against the importing package
+        parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*parent, base] if base else parent)
+    return base
+
+
+def _write_call_on(node: ast.Call, models: set[str]) -> str | None:
+    """The model name if `node` is `Model.objects[.filter(...)...].<write>(...)`."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in WRITES):
         return None
-    target = parts[1]
-    if found.app not in FLOORS or target not in FLOORS:
-        return f"{found.where}: apps.{found.app} or apps.{target} stands on no floor (FLOORS)"
-    if any(part.startswith("_") and part != "__init__" for part in parts[2:]):
-        return f"{found.where}: {found.module} is a private name of apps.{target}"
-    mine, theirs = FLOORS[found.app], FLOORS[target]
-    if theirs > mine:
-        return (
-            f"{found.where}: apps.{found.app} ({FLOOR_NAMES[mine]}) imports {found.module} "
-            f"from a floor above ({FLOOR_NAMES[theirs]})"
-        )
-    if theirs == mine and (len(parts) < 3 or parts[2] not in PUBLIC_MODULES):
-        return (
-            f"{found.where}: apps.{found.app} imports {found.module}, an inside of apps.{target}; "
-            f"from another feature app only {', '.join(sorted(PUBLIC_MODULES))} may be imported"
-        )
-    return None
+    current: ast.expr = func.value
+    while True:
+        if isinstance(current, ast.Call):
+            current = current.func
+        elif isinstance(current, ast.Attribute):
+            if current.attr == "objects" and isinstance(current.value, ast.Name):
+                return current.value.id if current.value.id in models else None
+            current = current.value
+        else:
+            return None
 
 
 def violations_in(source: str, *, app: str, module: str = "") -> list[str]:
-    package = module or f"apps.{app}.example"
-    imports = imports_in(source, app=app, package=package.rsplit(".", 1)[0], where=package)
-    return [message for found in imports if (message := violation(found))]
+    module = module or f"apps.{app}.example"
+    package = module.rsplit(".", 1)[0]
+    features = feature_apps()
+    found = []
+    foreign_models: set[str] = set()  # names bound to another feature app's models
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            parts = base.split(".")
+            if parts[0] != "apps" or len(parts) < 2 or parts[1] == app:
+                continue
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                if any(p.startswith("_") and p != "__init__" for p in full.split(".")[2:]):
+                    found.append(f"{module}:{node.lineno}: {full} is a private name of {parts[1]}")
+                if app in features and parts[1] in features and parts[2:] == ["models"]:
+                    foreign_models.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                private = any(p.startswith("_") and p != "__init__" for p in parts[2:])
+                if parts[0] == "apps" and len(parts) > 1 and parts[1] != app and private:
+                    found.append(f"{module}:{node.lineno}: {alias.name} is a private name")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (model := _write_call_on(node, foreign_models)):
+            found.append(
+                f"{module}:{node.lineno}: apps.{app} writes {model}, another feature app's "
+                "rows; read them, and let their app write them (listen to its events)"
+            )
+    return found
 
 
 def app_modules() -> Iterator[tuple[str, str, Path]]:
     for path in sorted(APPS.rglob("*.py")):
-        relative = path.relative_to(APPS.parent).with_suffix("")
-        parts = relative.parts
-        if len(parts) < 3:  # apps/__init__.py
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if len(parts) < 3 or "migrations" in parts:  # apps/__init__.py
             continue
         yield parts[1], ".".join(parts), path
 
 
-def test_every_app_stands_on_a_floor():
+def test_every_app_stands_on_a_floor_of_the_layers_contract():
     apps = {path.parent.name for path in APPS.glob("*/__init__.py")}
-    assert apps == set(FLOORS), "place each app on a floor in FLOORS (and docs/architecture.md)"
+    named = set().union(*floors())
+    assert apps == named, "name each app on a floor in pyproject.toml's layers contract"
 
 
-def test_the_apps_lean_one_way():
+def test_the_feature_floor_is_the_independence_contract():
+    (feature_floor,) = [floor for floor in floors() if "activity" in floor]
+    assert feature_floor == feature_apps()
+
+
+def test_no_private_names_across_apps_and_no_writes_to_another_apps_rows():
     found = []
     for app, module, path in app_modules():
         found += violations_in(path.read_text(), app=app, module=module)
@@ -131,21 +156,22 @@ def test_the_modules_read_are_the_apps():
 @pytest.mark.parametrize(
     ("app", "source", "says"),
     [
-        ("api", "from apps.workspaces.models import Agent", "from a floor above"),
-        ("api", "import apps.mcp_server.resource_tokens", "from a floor above"),
-        ("common", "from apps.api.errors import REALM", "from a floor above"),
-        ("workspaces", "def seed():\n    from apps.knowledge.demo import x", "floor above"),
-        ("knowledge", "from apps.demo.management.commands import seed_demo", "floor above"),
-        ("usage", "from apps.webhooks.services import delivery_retry", "an inside of"),
-        ("usage", "from apps.activity import selectors", "an inside of"),
-        ("webhooks", "from apps import usage", "an inside of"),
         ("usage", "from apps.activity.charts import _frame", "private name"),
         ("webhooks", "from apps.activity.events import _run_listeners", "private name"),
-        ("activity", "from apps.reports.models import Report", "stands on no floor"),
-        ("mcp_server", "from ..knowledge.services import document_list", "an inside of"),
+        ("api", "import apps.common._secret", "private name"),
+        ("webhooks", "def f():\n    from ..activity.events import _x", "private name"),
+        ("usage", "from apps.activity.models import Run\nRun.objects.create(id=1)", "writes Run"),
+        (
+            "webhooks",
+            "def f():\n    from apps.activity import models\n"
+            "    from apps.activity.models import Run as R\n"
+            "    R.objects.filter(id=1).update(status='x')",
+            "writes R",
+        ),
+        ("tools", "from apps.activity.models import Run\nRun.objects.all().delete()", "writes"),
     ],
 )
-def test_an_import_against_the_floors_is_found(app, source, says):
+def test_what_the_contracts_cannot_say_is_found(app, source, says):
     found = violations_in(source, app=app)
     assert len(found) == 1
     assert says in found[0]
@@ -155,14 +181,12 @@ def test_an_import_against_the_floors_is_found(app, source, says):
     ("app", "source"),
     [
         ("webhooks", "from apps.usage.events import threshold_example"),
-        ("webhooks", "from apps.activity import events, models, rendering"),
-        ("usage", "from apps.activity.models import Run"),
-        ("workspaces", "from apps.api.credentials import credential_kind_register"),
-        ("knowledge", "from apps.workspaces.models import Agent"),
-        ("demo", "from apps.usage.services import rollup_rebuild"),
+        ("usage", "from apps.activity.models import Run\nRun.objects.filter(id=1).exists()"),
+        ("activity", "from apps.activity.models import Run\nRun.objects.create(id=1)"),
         ("activity", "from apps.activity.services import _private_helper"),
-        ("api", "from django.db import connection"),
+        ("demo", "from apps.activity.models import Run\nRun.objects.create(id=1)"),
+        ("webhooks", "from apps.webhooks.models import Delivery\nDelivery.objects.create()"),
     ],
 )
-def test_an_import_along_the_floors_is_allowed(app, source):
+def test_what_is_allowed_passes(app, source):
     assert violations_in(source, app=app) == []
