@@ -15,8 +15,9 @@ One request costs one Redis round trip: a Lua script (registered once, then call
 counts the request and answers everything the headers and `Retry-After` need. With a cached API
 key, finding the key is the same call: the key cache lives here as records that the script
 reads before it counts (`key_record_hit`, below). It keeps the
-layout of `limits`' moving window (the same key, a list of timestamps newest first), so
-windows carry across a deploy. When the store is unreachable the request is served without a
+layout of the `limits` library's moving window, which counted here before (the same key, a list
+of timestamps newest first), so windows carry across a deploy; the library itself would take two
+round trips to answer the headers and a third for the key (benchmarks/rate_limit.py). When the store is unreachable the request is served without a
 limit and without the headers, with one warning: a rate limiter must not become an outage.
 """
 
@@ -31,11 +32,11 @@ from typing import Protocol
 
 import redis
 from django.conf import settings
-from limits import RateLimitItem, parse
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from rest_framework.throttling import BaseThrottle
 
+from apps.api.rates import Rate, rate_parse
 from apps.common.errors import RateLimited
 from apps.common.redis_timing import timed_connection_class
 
@@ -219,12 +220,7 @@ def _store(url: str) -> _Store:
     return store
 
 
-@cache
-def _rate(text: str) -> RateLimitItem:
-    return parse(text)
-
-
-# The namespace of every window's key (`limits`' layout, kept for the deploy).
+# The namespace of every window's key (`limits`' layout, kept across the deploy).
 _NAMESPACE = "api-key"
 
 
@@ -232,7 +228,7 @@ _NAMESPACE = "api-key"
 def _window_key_around_name(text: str) -> tuple[str, str]:
     """A window's key for the rate `text` with the name left out, as the texts around it."""
     marker = "\n"
-    before, after = _rate(text).key_for(_NAMESPACE, marker).split(marker)
+    before, after = rate_parse(text).key_for(_NAMESPACE, marker).split(marker)
     return before, after
 
 
@@ -259,8 +255,8 @@ def _store_unavailable() -> None:
 def rate_window_hit(*, identifier: str, rate_text: str | None = None) -> WindowState | None:
     """Count one request of `identifier` against `rate_text` (default `API_RATE_LIMIT`);
     None if the store is down."""
-    rate = _rate(rate_text or settings.API_RATE_LIMIT)
-    limit, window = rate.amount, rate.get_expiry()
+    rate: Rate = rate_parse(rate_text or settings.API_RATE_LIMIT)
+    limit, window = rate.amount, rate.window_seconds
     now = time.time()
     key = rate.key_for(_NAMESPACE, identifier)
     try:
@@ -347,8 +343,8 @@ def key_record_hit(
     (None, CountedRequest(None)) after one warning: the caller reads the key elsewhere and the
     request is served without a limit.
     """
-    rate = _rate(settings.API_RATE_LIMIT)
-    limit, window = rate.amount, rate.get_expiry()
+    rate = rate_parse(settings.API_RATE_LIMIT)
+    limit, window = rate.amount, rate.window_seconds
     before, after = _window_key_around_name(settings.API_RATE_LIMIT)
     now = time.time()
     store = _redis_store()

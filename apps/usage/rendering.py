@@ -3,8 +3,8 @@
 from decimal import Decimal
 
 from django.conf import settings
-from limits import parse
 
+from apps.api.rates import rate_parse
 from apps.usage.models import ThresholdReached
 from apps.usage.selectors import Figures, Usage
 from apps.usage.services import THRESHOLDS
@@ -49,8 +49,8 @@ def limit_state(used: Decimal, limit: Decimal | None) -> str:
 
 
 def rate_limit_to_dict() -> dict:
-    item = parse(settings.API_RATE_LIMIT)
-    return {"requests": item.amount, "window_seconds": item.get_expiry(), "per": "api_key"}
+    rate = rate_parse(settings.API_RATE_LIMIT)
+    return {"requests": rate.amount, "window_seconds": rate.window_seconds, "per": "api_key"}
 
 
 def usage_to_dict(usage: Usage) -> dict:

@@ -2,6 +2,7 @@
 and on the in-process store of the embedded default, through real requests."""
 
 import logging
+import os
 import re
 import socket
 import uuid
@@ -265,3 +266,59 @@ def test_the_openapi_document_declares_the_headers_on_every_counted_answer(clien
             else:
                 assert {"RateLimit", "RateLimit-Policy"} <= set(headers), f"{where} {status}"
         assert "Retry-After" in op["responses"]["429"]["headers"], where
+
+
+RATE_TEXTS = [
+    "600/minute",
+    "20/hour",
+    "60 per minute",
+    "5/5 minutes",
+    "10/second",
+    "100/day",
+    "1000/2 hours",
+    "3 per 10 seconds",
+    "7/MINUTE",
+]
+
+
+@pytest.mark.parametrize("text", RATE_TEXTS)
+def test_rates_are_read_and_keyed_as_the_limits_library_did(text):
+    """Windows counted before the library was dropped carry over: same amount, window, key."""
+    from limits import parse
+
+    from apps.api.rates import rate_parse
+
+    theirs, ours = parse(text), rate_parse(text)
+    assert (ours.amount, ours.window_seconds) == (theirs.amount, theirs.get_expiry())
+    assert ours.key_for("api-key", "key_1") == theirs.key_for("api-key", "key_1")
+
+
+@pytest.mark.parametrize(
+    "text", ["", "600", "0/minute", "ten/minute", "5/0 minutes", "5/fortnight"]
+)
+def test_a_mistyped_rate_is_refused_naming_it(text):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from apps.api.rates import rate_parse
+
+    with pytest.raises(ImproperlyConfigured, match="600/minute"):
+        rate_parse(text)
+
+
+def test_a_mistyped_rate_setting_stops_the_process_at_start():
+    import subprocess
+    import sys
+
+    started = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={
+            **os.environ,
+            "API_RATE_LIMIT": "600 a minute",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode != 0
+    assert "API_RATE_LIMIT" in started.stderr and "600 a minute" in started.stderr

@@ -47,6 +47,7 @@ SCRIPTS: dict[str, list[str]] = {
     "console_lists.py": ["--runs", "300", "--users", "40", "--documents", "40",
                          "--deliveries", "40", "--audit-events", "40", "--requests", "1"],
     "credential_verification.py": ["--rounds", "10"],
+    "rate_limit.py": ["--rounds", "20"],
     "dashboards.py": ["--runs", "300", "--users", "20", "--repeat", "1"],
     "extraction.py": ["--repeat", "1"],  # --corpus added below
     # The service as production starts it, and one drill: the worker and Redis drills wait
