@@ -1,5 +1,7 @@
 """Shared fixtures: personas (owner, member, outsider), Agents, keys with chosen scopes, and
-an API client that speaks Bearer. App-specific factories live in tests/<app>/factories.py."""
+an API client that speaks Bearer. App-specific factories live in tests/<app>/factories.py
+(workspaces' in tests/factories.py). Usage and retention have none: their rows are made the way
+the service makes them, by recording runs (tests/activity/factories.py) and `retention_set`."""
 
 from __future__ import annotations
 

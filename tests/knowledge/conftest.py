@@ -8,10 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 
-from apps.knowledge import pipeline, services
 from tests.corpus import CORPUS_DIR, SKIP_REASON
+from tests.knowledge.factories import file_document_factory, upload  # noqa: F401
 
 CORPUS = CORPUS_DIR
 
@@ -29,16 +28,8 @@ def media_root(settings, tmp_path):
     return settings.MEDIA_ROOT
 
 
-def upload(data: bytes, name: str = "notes.md") -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, data, content_type="application/octet-stream")
-
-
-def make_file_document(agent, data: bytes, name: str = "notes.md", *, ingest: bool = True):
-    document = services.document_create_from_upload(agent=agent, upload=upload(data, name))
-    if ingest:
-        pipeline.document_ingest(document_id=document.pk)
-        document.refresh_from_db()
-    return document
+# The names most tests use; the factories live in tests/knowledge/factories.py.
+make_file_document = file_document_factory
 
 
 class PageServer:

@@ -2,10 +2,9 @@
 type; an edited filter shows every document and says why."""
 
 import pytest
-from django.utils import timezone
 
-from apps.knowledge.models import KnowledgeDocument
 from tests.knowledge.conftest import make_file_document
+from tests.knowledge.factories import url_document_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -14,16 +13,8 @@ pytestmark = pytest.mark.django_db
 def documents(agent):
     ready = make_file_document(agent, b"# Hours\n\nNine to five.", "hours.md")
     failed = make_file_document(agent, b"%PDF-1.4 broken", "contract.pdf")
-    page = KnowledgeDocument.objects.create(
-        agent=agent,
-        name="Help page",
-        source_type="url",
-        source_url="https://example.com/help",
-        normalized_url="https://example.com/help",
-        status="ready",
-        kind="html",
-        created_at=timezone.now(),
-        updated_at=timezone.now(),
+    page = url_document_factory(
+        agent=agent, name="Help page", url="https://example.com/help", kind="html"
     )
     assert (ready.status, failed.status) == ("ready", "failed")
     return {"ready": ready, "failed": failed, "page": page}

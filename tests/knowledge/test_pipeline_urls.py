@@ -15,6 +15,7 @@ from django.utils import timezone
 from apps.knowledge import pipeline, services, tasks
 from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, KnowledgeDocument
 from tests.knowledge.conftest import html_page
+from tests.knowledge.factories import url_document_factory
 
 
 def _add_url(api, url: str, **extra) -> str:
@@ -239,13 +240,9 @@ def test_two_concurrent_claimers_refresh_each_due_document_once(agent):
         pytest.skip("SKIP LOCKED needs PostgreSQL")
     past = timezone.now() - timedelta(minutes=1)
     ids = {
-        KnowledgeDocument.objects.create(
+        url_document_factory(
             agent=agent,
-            name=f"d{n}",
-            source_type="url",
-            source_url=f"https://example.com/{n}",
-            normalized_url=f"https://example.com/{n}",
-            status="ready",
+            url=f"https://example.com/{n}",
             refresh_interval_hours=6,
             next_refresh_at=past,
         ).pk

@@ -30,6 +30,7 @@ from tests.mcp_server.conftest import (
     register,
     register_client,
 )
+from tests.mcp_server.factories import oauth_application_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -86,7 +87,7 @@ def test_the_token_endpoint_issues_nothing_for_other_grants(grant_type, register
     """Even a client registered for that grant before the rule (made here directly) gets no
     token: the validator refuses every grant but the two."""
     secret = "s3cret-value"
-    application = Application.objects.create(
+    application = oauth_application_factory(
         name="old client",
         client_type=Application.CLIENT_CONFIDENTIAL,
         authorization_grant_type=registered_as,

@@ -7,6 +7,7 @@ import pytest
 
 from apps.tools import tasks
 from apps.tools.models import McpServer
+from tests.tools.factories import tool_server_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -285,7 +286,7 @@ def test_list_costs_the_same_number_of_queries_for_any_page_size(tools_api, agen
         return len(captured)
 
     queries_for_list()  # the key's lookup is cached after the first request
-    McpServer.objects.create(agent=agent, name="one", url="https://93.184.215.14/0")
+    tool_server_factory(agent=agent, name="one", url="https://93.184.215.14/0")
     few = queries_for_list()
     McpServer.objects.bulk_create(
         [

@@ -5,17 +5,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.tools.models import McpDiscovery, McpServer, McpTool
+from apps.tools.models import McpDiscovery, McpTool
 from tests.paging import assert_older_then_newer_retraces
+from tests.tools.factories import tool_server_factory
 
 pytestmark = pytest.mark.django_db
 
 
 def test_servers_tools_and_changes_page_back(owner_client, agent):
     servers = [
-        McpServer.objects.create(
-            agent=agent, name=f"Server {n:02}", url=f"https://s{n}.example/mcp"
-        )
+        tool_server_factory(agent=agent, name=f"Server {n:02}", url=f"https://s{n}.example/mcp")
         for n in range(55)
     ]
     assert_older_then_newer_retraces(

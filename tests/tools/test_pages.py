@@ -10,6 +10,7 @@ import pytest
 
 from apps.tools import services, tasks
 from apps.tools.models import McpServer, McpTool
+from tests.tools.factories import tool_server_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -177,7 +178,7 @@ def test_server_list_counts_sorts_and_filters(owner_client, agent):
         ("Alpha", "failed", True, 0, None),
         ("gamma", "connected", False, 2, t0 + timedelta(days=1)),
     ):
-        McpServer.objects.create(
+        tool_server_factory(
             agent=agent,
             name=name,
             url=f"https://{name.lower()}.example.com/mcp",
