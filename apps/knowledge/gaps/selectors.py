@@ -24,13 +24,16 @@ from apps.workspaces.models import Agent
 
 # GET /v1/knowledge/gaps: last asked first (index gap_agent_seen / gap_agent_status_seen).
 GAP_KEYSET = Keyset(name="knowledge-gaps", field="last_seen_at", descending=True)
-# The page: also by how often asked (index gap_agent_status_count; the page always filters by
-# status).
+# The page: most asked first, or last asked first (indexes gap_agent_status_count and
+# gap_agent_status_seen: the page always filters by status).
+GAP_PAGE_KEYSET = Keyset(
+    name="knowledge-gaps-page", field="question_count", descending=True, value_kind="number"
+)
 GAP_SORTS = ListSorts(
-    GAP_KEYSET,
+    GAP_PAGE_KEYSET,
     (
-        SortColumn("last_seen", "Last asked", "last_seen_at", "time"),
         SortColumn("count", "Asked", "question_count", "number"),
+        SortColumn("last_seen", "Last asked", "last_seen_at", "time"),
     ),
 )
 STATUSES = tuple(KnowledgeGap.Status.values)
