@@ -68,3 +68,28 @@ def otlp_retrieval(writer, *, trace: str, query: str, documents: list[dict]) -> 
 def sweep():
     """A sweep as beat runs it, once the steps have settled."""
     return gaps_sweep(now=timezone.now() + timedelta(minutes=10))
+
+
+def gap_factory(agent, *, status: str = "open", question: str = "How do I cancel?", **fields):
+    """A group of unanswered questions as the sweep leaves one (without running it)."""
+    import numpy as np
+
+    from apps.knowledge.gaps.models import KnowledgeGap
+
+    now = timezone.now()
+    values = {
+        "agent": agent,
+        "status": status,
+        "representative": question,
+        "question_count": 1,
+        "no_answer_count": 1,
+        "distinct_count": 1,
+        "vector_sum": np.zeros(384, dtype="<f4").tobytes(),
+        "first_seen_at": now,
+        "last_seen_at": now,
+        "created_at": now,
+        "updated_at": now,
+        "resolved_at": now if status == "resolved" else None,
+        **fields,
+    }
+    return KnowledgeGap.objects.create(**values)

@@ -213,7 +213,7 @@ def test_document_retrievals_and_never_retrieved_documents(writer, agent):
     assert sweep().pruned == 3
 
 
-def KnowledgeDocument_objects(agent):  # noqa: N802
+def KnowledgeDocument_objects(agent):
     from apps.knowledge.models import KnowledgeDocument
 
     return KnowledgeDocument.objects.filter(agent=agent)
