@@ -37,8 +37,10 @@ def test_a_real_beat_and_worker_group_questions_as_they_come(make_api, agent, se
         ask(writer, "run_1", "What time does your store open?")
         ask(writer, "run_2", "Where can I end my membership?")
         wait_for(
-            lambda: not KnowledgeGapOccurrence.objects.filter(gap__isnull=True).exists()
-            and KnowledgeGapOccurrence.objects.count() == 3,
+            lambda: (
+                not KnowledgeGapOccurrence.objects.filter(gap__isnull=True).exists()
+                and KnowledgeGapOccurrence.objects.count() == 3
+            ),
             timeout=90,
             message="beat's sweep never grouped the questions",
         )
