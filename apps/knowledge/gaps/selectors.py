@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -79,25 +80,42 @@ def gap_list(*, agent: Agent, filters: GapFilters, page: PageRequest) -> Page:
 
 def gap_examples_attach(gaps: Iterable[KnowledgeGap], *, per_gap: int = LIST_EXAMPLES) -> None:
     """Set `gap.examples`: the conversations of its latest askings, newest first (distinct,
-    at most `per_gap`), each {conversation_id, run_id, question, asked_at}; one index range
-    of gap_occurrence_gap_asked per group."""
+    at most `per_gap`), each {conversation_id, run_id, question, asked_at}: the latest
+    EXAMPLE_SCAN askings of each group, one index range of gap_occurrence_gap_asked per group
+    (on PostgreSQL all groups of a page in one statement)."""
+    gaps = list(gaps)
+    if not gaps:
+        return
+    rows: dict[str, list[tuple]] = {gap.pk: [] for gap in gaps}
+    if connection.vendor == "postgresql":
+        table = KnowledgeGapOccurrence._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT g.id, o.conversation_id, o.run_id, o.query, o.asked_at "  # noqa: S608
+                "FROM unnest(%s::varchar[]) AS g(id) CROSS JOIN LATERAL ("
+                f"SELECT conversation_id, run_id, query, asked_at FROM {table} "
+                "WHERE gap_id = g.id ORDER BY asked_at DESC, id DESC LIMIT %s) o",
+                [list(rows), EXAMPLE_SCAN],
+            )
+            for gap_id, *row in cursor.fetchall():
+                rows[gap_id].append(tuple(row))
+    else:
+        for gap in gaps:
+            rows[gap.pk] = list(
+                KnowledgeGapOccurrence.objects.filter(gap_id=gap.pk)
+                .order_by("-asked_at", "-id")
+                .values_list("conversation_id", "run_id", "query", "asked_at")[:EXAMPLE_SCAN]
+            )
     for gap in gaps:
         seen: dict[str, dict] = {}
-        for row in (
-            KnowledgeGapOccurrence.objects.filter(gap_id=gap.pk)
-            .order_by("-asked_at", "-id")
-            .values("conversation_id", "run_id", "query", "asked_at")[:EXAMPLE_SCAN]
-        ):
-            conversation = row["conversation_id"]
-            if conversation and conversation not in seen:
+        for conversation, run_id, query, asked_at in rows[gap.pk]:
+            if conversation and conversation not in seen and len(seen) < per_gap:
                 seen[conversation] = {
                     "conversation_id": conversation,
-                    "run_id": row["run_id"],
-                    "question": row["query"],
-                    "asked_at": row["asked_at"],
+                    "run_id": run_id,
+                    "question": query,
+                    "asked_at": asked_at,
                 }
-            if len(seen) >= per_gap:
-                break
         gap.examples = list(seen.values())  # type: ignore[attr-defined]
 
 
