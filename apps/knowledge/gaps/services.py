@@ -163,7 +163,7 @@ def _steps_read(result: SweepResult, *, now: datetime | None) -> int | None:
             .exclude(status=StepStatus.FAILED)
             .values("agent_id", "id", "run_id", "query", "documents", "started_at")
         )
-        by_agent: dict[str, list[dict]] = defaultdict(list)
+        by_agent: dict[str, list[Any]] = defaultdict(list)
         for step in steps:
             by_agent[step["agent_id"]].append(step)
         for agent_id, agent_steps in by_agent.items():
@@ -177,7 +177,7 @@ def _steps_read(result: SweepResult, *, now: datetime | None) -> int | None:
 
 
 def agent_steps_keep(
-    agent_id: str, steps: list[dict], result: SweepResult, *, disliked: frozenset[str] = frozenset()
+    agent_id: str, steps: list[Any], result: SweepResult, *, disliked: frozenset[str] = frozenset()
 ) -> None:
     """Keep one Agent's retrieval steps: each (run, document of the Agent) they returned, and
     each step that left its question unanswered, or whose run is among `disliked` (runs an end
@@ -374,8 +374,9 @@ def _agent_group(
             centroids.keys[row] = gap.pk
             groups[gap.pk] = gap
             result.new_groups += 1
-        gap_id = centroids.keys[row]
-        assert gap_id is not None
+        key_of_row = centroids.keys[row]
+        assert key_of_row is not None
+        gap_id = key_of_row
         questions[key] = KnowledgeGapQuestion.objects.create(
             agent_id=agent_id,
             gap_id=gap_id,
