@@ -3,7 +3,7 @@ GET /v1/knowledge/gaps and the console's Unanswered questions, Knowledge list an
 pages over what it built.
 
     uv run python benchmarks/knowledge_gaps.py [--steps 100000] [--distinct 2000]
-        [--requests 30] [--reuse]
+        [--requests 30] [--reuse] [--more-groups 5000]
 
 Uses a database of its own (GAPS_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/agent_console_gaps_bench; migrated on first use). One Agent
@@ -13,7 +13,9 @@ conversation, spread over 30 days): 40 % found nothing or only weak passages, as
 (the beat task's own function) reads and groups them all with the packaged model, timed; then
 each request is timed through Django's test client (every middleware, the API key or the
 signed-in session, rendering), median and 95th percentile. `--reuse` keeps the data of an
-earlier run of the same size and measures the requests only.
+earlier run of the same size and measures the requests only. The generated questions are
+variations on 30 subjects, which the sweep rightly puts in about 30 groups; `--more-groups N`
+adds N groups of four askings each (a quarter resolved) so the lists page through many.
 """
 
 from __future__ import annotations
@@ -111,6 +113,47 @@ def build(agent, args) -> None:
     )
 
 
+def add_groups(agent, count: int) -> None:
+    """Groups beside the sweep's (as if `count` more needs had been asked), each with four
+    askings of steps the benchmark made, so the lists page through many groups."""
+    from datetime import timedelta
+
+    import numpy as np
+    from django.db import connection
+    from django.utils import timezone
+
+    from apps.knowledge.gaps.models import KnowledgeGap, KnowledgeGapOccurrence
+
+    have = KnowledgeGap.objects.filter(agent=agent, representative__startswith="extra ").count()
+    if have >= count:
+        return
+    rng = random.Random(3)
+    now = timezone.now()
+    vector = np.zeros(384, dtype="<f4").tobytes()
+    gaps = []
+    for n in range(have, count):
+        at = now - timedelta(seconds=rng.randrange(30 * 86400))
+        gaps.append(KnowledgeGap(agent=agent, representative=f"extra need {n}?",
+                                 question_count=4, no_answer_count=2, distinct_count=2,
+                                 vector_sum=vector, first_seen_at=at - timedelta(days=1),
+                                 last_seen_at=at, created_at=at, updated_at=at,
+                                 status="resolved" if n % 4 == 0 else "open"))  # fmt: skip
+    KnowledgeGap.objects.bulk_create(gaps, batch_size=2000)
+    occurrences = [
+        KnowledgeGapOccurrence(agent=agent, gap=gap, step_id=f"extra_{gap.pk}_{k}",
+                               run_id=f"run_{rng.randrange(1000)}",
+                               conversation_id=f"conv_{rng.randrange(200)}",
+                               query=gap.representative, reason="no_answer",
+                               asked_at=gap.last_seen_at - timedelta(hours=k))
+        for gap in gaps
+        for k in range(4)
+    ]  # fmt: skip
+    KnowledgeGapOccurrence.objects.bulk_create(occurrences, batch_size=5000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    print(f"added {len(gaps):,} groups ({len(occurrences):,} askings)")
+
+
 def timed(client, url: str, requests: int, **headers) -> str:
     for _ in range(3):
         response = client.get(url, headers=headers)
@@ -177,6 +220,8 @@ def measure(args) -> None:
         )
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
+    if args.more_groups:
+        add_groups(agent, args.more_groups)
     owner = agent.workspace.memberships.first().user
     key, raw = api_key_factory(agent=agent, scopes=["knowledge:read"], created_by=owner)
     api = Client()
@@ -212,6 +257,9 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=2000)
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument(
+        "--more-groups", type=int, default=0, help="add this many groups beside the sweep's"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

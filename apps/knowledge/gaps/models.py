@@ -23,6 +23,14 @@ from apps.common.ids import id_factory
 TEXT_LIMIT = 2000  # characters kept of a question or a passage
 
 
+def _agent() -> models.ForeignKey:
+    """The owning Agent. No index of its own: each table's unique constraint or list index
+    leads with the Agent and serves any lookup by it."""
+    return models.ForeignKey(
+        "workspaces.Agent", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+
+
 class KnowledgeGap(models.Model):
     """A group of unanswered questions that mean the same thing (apps.knowledge.gaps.clustering).
 
@@ -35,7 +43,7 @@ class KnowledgeGap(models.Model):
         RESOLVED = "resolved", "Resolved"
 
     id = models.CharField(primary_key=True, max_length=40, default=id_factory("gap"))
-    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    agent = _agent()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     # The most asked of its distinct questions (ties: the one asked first).
     representative = models.TextField()
@@ -77,8 +85,11 @@ class KnowledgeGapQuestion(models.Model):
     """A distinct unanswered question of an Agent (by its normalised text), embedded once."""
 
     id = models.BigAutoField(primary_key=True)
-    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
-    gap = models.ForeignKey(KnowledgeGap, on_delete=models.CASCADE, related_name="questions")
+    agent = _agent()
+    # No index of its own: gap_question_gap_count leads with the group.
+    gap = models.ForeignKey(
+        KnowledgeGap, on_delete=models.CASCADE, related_name="questions", db_index=False
+    )
     # sha256 of the lower-cased, whitespace-collapsed text: what "the same question" means.
     key = models.CharField(max_length=64)
     text = models.TextField()
@@ -108,9 +119,17 @@ class KnowledgeGapOccurrence(models.Model):
         NEGATIVE_FEEDBACK = "negative_feedback", "Negative feedback"
 
     id = models.BigAutoField(primary_key=True)
-    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    agent = _agent()
+    # No index of its own: gap_occurrence_gap_asked leads with the group, and with a plain one
+    # beside it PostgreSQL read a large group's every asking and sorted them for its latest
+    # (70 ms for a page of 100 groups, 5 ms without).
     gap = models.ForeignKey(
-        KnowledgeGap, on_delete=models.CASCADE, null=True, blank=True, related_name="occurrences"
+        KnowledgeGap,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="occurrences",
+        db_index=False,
     )
     step_id = models.CharField(max_length=64)
     run_id = models.CharField(max_length=64)
@@ -144,7 +163,7 @@ class KnowledgeDocumentRetrieval(models.Model):
     """A run whose retrieval returned a document of the Agent (once per run and document)."""
 
     id = models.BigAutoField(primary_key=True)
-    agent = models.ForeignKey("workspaces.Agent", on_delete=models.CASCADE, related_name="+")
+    agent = _agent()
     document_id = models.CharField(max_length=40)
     run_id = models.CharField(max_length=64)
     retrieved_at = models.DateTimeField()
