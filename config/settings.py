@@ -245,6 +245,10 @@ KNOWLEDGE_EMBED_BATCH_SIZE = env_int("KNOWLEDGE_EMBED_BATCH_SIZE", 4, minimum=1)
 # directory or an installed package holding model.onnx and tokenizer.json (docs/knowledge.md).
 KNOWLEDGE_EMBEDDING_MODEL = env_str("KNOWLEDGE_EMBEDDING_MODEL", "")
 KNOWLEDGE_EMBED_BATCHES_PER_TASK = 80
+# Unanswered questions (apps.knowledge.gaps): how often beat sweeps the new retrieval steps, and
+# how old a step must be before it is read (its recording transaction has surely committed).
+KNOWLEDGE_GAPS_INTERVAL_SECONDS = env_int("KNOWLEDGE_GAPS_INTERVAL_SECONDS", 60, minimum=1)
+KNOWLEDGE_GAPS_SETTLE_SECONDS = env_int("KNOWLEDGE_GAPS_SETTLE_SECONDS", 60, minimum=0)
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES
@@ -489,6 +493,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(WEBHOOK_DISPATCH_INTERVAL_SECONDS),
     },
     "knowledge-embed-stalled": {"task": "knowledge.embed_stalled", "schedule": 300.0},
+    # Unanswered questions: new retrieval steps read and their questions grouped by meaning.
+    "knowledge-gaps-sweep": {
+        "task": "knowledge.gaps_sweep",
+        "schedule": float(KNOWLEDGE_GAPS_INTERVAL_SECONDS),
+    },
     # Daily rediscovery of tool servers is a due time per server (next_discovery_at).
     "tools-discover-due": {"task": "tools.discover_due", "schedule": 60.0},
     # Expired activity and superseded knowledge versions, in bounded batches (bulk queue).

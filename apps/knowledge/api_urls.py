@@ -2,6 +2,7 @@
 
 from apps.api.routing import Route
 from apps.knowledge.api import KnowledgeFileViewSet, KnowledgeViewSet
+from apps.knowledge.gaps.api import KnowledgeGapViewSet
 
 routes: list[Route] = [
     Route("knowledge", KnowledgeViewSet.as_view({"get": "list"}), "knowledge-list"),
@@ -12,6 +13,23 @@ routes: list[Route] = [
     ),
     Route("knowledge/urls", KnowledgeViewSet.as_view({"post": "create_url"}), "knowledge-urls"),
     Route("knowledge/search", KnowledgeViewSet.as_view({"post": "search"}), "knowledge-search"),
+    # Unanswered questions (apps.knowledge.gaps), before the document routes they would match.
+    Route("knowledge/gaps", KnowledgeGapViewSet.as_view({"get": "list"}), "knowledge-gaps"),
+    Route(
+        "knowledge/gaps/<str:id>",
+        KnowledgeGapViewSet.as_view({"get": "retrieve"}),
+        "knowledge-gap-detail",
+    ),
+    Route(
+        "knowledge/gaps/<str:id>/resolve",
+        KnowledgeGapViewSet.as_view({"post": "resolve"}),
+        "knowledge-gap-resolve",
+    ),
+    Route(
+        "knowledge/gaps/<str:id>/reopen",
+        KnowledgeGapViewSet.as_view({"post": "reopen"}),
+        "knowledge-gap-reopen",
+    ),
     Route(
         "knowledge/<str:id>",
         KnowledgeViewSet.as_view(

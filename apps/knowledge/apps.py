@@ -31,6 +31,8 @@ class KnowledgeConfig(AppConfig):
         from apps.knowledge.events import provide_document_finder
 
         provide_document_finder(_known_document_ids)
+        # The unanswered-questions sweep is a task of its own module (apps.knowledge.gaps).
+        import apps.knowledge.gaps.tasks  # noqa: F401
 
 
 def _known_document_ids(agent, ids: set[str]) -> set[str]:

@@ -262,3 +262,13 @@ class KnowledgeTermTotal(models.Model):
 
     class Meta:
         db_table = "knowledge_term_total"
+
+
+# Unanswered questions and document retrievals (apps.knowledge.gaps), registered with this app.
+from apps.knowledge.gaps.models import (  # noqa: E402, F401
+    KnowledgeDocumentRetrieval,
+    KnowledgeGap,
+    KnowledgeGapOccurrence,
+    KnowledgeGapQuestion,
+    KnowledgeGapSweep,
+)

@@ -18,6 +18,7 @@ from apps.common.errors import BadRequest, NotFound, ServiceError
 from apps.common.keyset import paginate
 from apps.common.sorting import sorted_list
 from apps.knowledge import events, search, selectors, services
+from apps.knowledge.gaps import selectors as gap_selectors
 from apps.knowledge.models import REFRESH_INTERVALS, KnowledgeDocument
 from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 from apps.knowledge.uploads import limit_uploads
@@ -57,14 +58,28 @@ def _table_context(request: ConsoleRequest) -> dict:
     except BadRequest as exc:
         filters, filter_error = {}, exc.message
         queryset = selectors.document_queryset(agent=request.agent)
+    # Retrieved by the Agent's runs in the last 30 days, or never (apps.knowledge.gaps).
+    retrieval = request.GET.get("retrieved") or ""
+    if retrieval in ("yes", "no"):
+        queryset = gap_selectors.documents_by_retrieval(
+            queryset, agent=request.agent, retrieved=retrieval == "yes"
+        )
+    else:
+        retrieval = ""
     ordered, keyset, sort_columns = sorted_list(selectors.DOCUMENT_SORTS, queryset, request.GET)
     page, stale = keyset_page(
         request, lambda page: paginate(ordered, keyset=keyset, page=page), limit=PAGE_SIZE
     )
+    retrieved = gap_selectors.document_retrieval_counts(
+        agent=request.agent, document_ids=[document.pk for document in page.rows]
+    )
+    for document in page.rows:
+        document.retrieved_runs = retrieved.get(document.pk, 0)  # type: ignore[attr-defined]
     return {
         "sort_columns": sort_columns,
         "filters": {key: value or "" for key, value in filters.items()},
-        "filtering": any(filters.values()),
+        "filtering": any(filters.values()) or bool(retrieval),
+        "retrieval": retrieval,
         "count": bounded_count(queryset),
         "list_error": filter_error or stale,
         "statuses": KnowledgeDocument.Status.choices,
@@ -152,6 +167,10 @@ def document_add_url(request: ConsoleRequest) -> HttpResponse:
 
 
 def _row(request: ConsoleRequest, document: KnowledgeDocument, *, error: str | None = None):
+    counts = gap_selectors.document_retrieval_counts(
+        agent=request.agent, document_ids=[document.pk]
+    )
+    document.retrieved_runs = counts.get(document.pk, 0)  # type: ignore[attr-defined]
     context = {"document": document, "interval_choices": _interval_choices(), "row_error": error}
     response = render(request, f"{LIST_TEMPLATE}#document-row", context)
     if request.method == "GET" and not document.needs_polling:
@@ -395,6 +414,9 @@ def _document_page(
             "version": version,
             "chunk_count": selectors.version_chunk_count(version=version) if version else 0,
             "run_counts": events.document_run_counts(agent=request.agent, document_id=document.pk),
+            "retrievals": gap_selectors.document_retrievals(
+                agent=request.agent, document_id=document.pk
+            ),
             "week_ago": (timezone.now() - timedelta(days=7)).date().isoformat(),
             "month_ago": (timezone.now() - timedelta(days=30)).date().isoformat(),
             "interval_choices": _interval_choices(),

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from apps.knowledge import pages
+from apps.knowledge.gaps import pages as gap_pages
 
 app_name = "knowledge"
 
@@ -10,6 +11,11 @@ urlpatterns = [
     path("urls/", pages.document_add_url, name="document_add_url"),
     path("search/", pages.document_search, name="document_search"),
     path("bulk/", pages.document_bulk, name="document_bulk"),
+    # Unanswered questions (apps.knowledge.gaps), before the document paths they would match.
+    path("unanswered/", gap_pages.gap_list, name="gap_list"),
+    path("unanswered/<str:gap_id>/", gap_pages.gap_detail, name="gap_detail"),
+    path("unanswered/<str:gap_id>/resolve/", gap_pages.gap_resolve, name="gap_resolve"),
+    path("unanswered/<str:gap_id>/reopen/", gap_pages.gap_reopen, name="gap_reopen"),
     path("<str:document_id>/", pages.document_detail, name="document_detail"),
     path("<str:document_id>/search/", pages.document_search_within, name="document_search_within"),
     path("<str:document_id>/row/", pages.document_row, name="document_row"),

@@ -97,6 +97,8 @@ AUDIT_ACTIONS: dict[str, str] = {
     "document.refresh_requested": "A refresh of a URL document was started",
     "document.retried": "A failed document's ingestion was started again",
     "document.schedule_changed": "A URL document's refresh schedule changed",
+    "knowledge_gap.resolved": "A group of unanswered questions was marked resolved",
+    "knowledge_gap.reopened": "A resolved group of unanswered questions was opened again by hand",
     "mcp_server.created": "A tool server (MCP) was connected",
     "mcp_server.updated": "A tool server's name, URL, enabled state or headers changed",
     "mcp_server.deleted": "A tool server was removed",

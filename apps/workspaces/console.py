@@ -51,6 +51,7 @@ NAVIGATION = (
     ("Runs", "activity:run_list", "runs", False),
     ("Usage", "usage:usage_overview", "usage", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
+    ("Unanswered questions", "knowledge:gap_list", "gaps", False),
     ("Tools", "tools:server_list", "tools", False),
     ("Webhooks", "webhooks:webhook_detail", "webhooks", True),
     ("Agents", "workspaces:agent_list", "agents", False),

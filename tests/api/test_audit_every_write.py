@@ -27,6 +27,7 @@ from apps.workspaces import services as workspaces
 from apps.workspaces.models import AgentRevision, AuditEvent
 from tests.conftest import ApiClient
 from tests.factories import api_key_factory
+from tests.knowledge.gap_helpers import gap_factory
 from tests.webhooks.factories import delivery_factory
 
 pytestmark = pytest.mark.django_db
@@ -149,6 +150,12 @@ RECIPES: dict[tuple[str, str], Callable[[World], Call]] = {
         "document.updated", {"id": _document(w).pk}, json={"name": "Renamed"}
     ),
     ("delete", "/v1/knowledge/{id}"): lambda w: Call("document.deleted", {"id": _document(w).pk}),
+    ("post", "/v1/knowledge/gaps/{id}/resolve"): lambda w: Call(
+        "knowledge_gap.resolved", {"id": gap_factory(w.agent).pk}
+    ),
+    ("post", "/v1/knowledge/gaps/{id}/reopen"): lambda w: Call(
+        "knowledge_gap.reopened", {"id": gap_factory(w.agent, status="resolved").pk}
+    ),
     ("post", "/v1/knowledge/{id}/refresh"): lambda w: Call(
         "document.refresh_requested", {"id": _document(w, url=True, ready=True).pk}
     ),
