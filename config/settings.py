@@ -61,6 +61,8 @@ MIDDLEWARE = [
     # and rate limits; every other request is counted and timed.
     "apps.operations.middleware.OperationsMiddleware",
     "apps.api.middleware.RequestIdMiddleware",
+    # Every transaction a request opens may wait or idle at most DATABASE_REQUEST_TIMEOUT_SECONDS.
+    "apps.common.statement_timeout.StatementTimeoutMiddleware",
     "apps.api.middleware.HttpEdgesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -129,6 +131,9 @@ DATABASE_POOLER = env_choice("DATABASE_POOLER", "", ("", "transaction"))
 if DATABASE_POOLER == "transaction" and IS_POSTGRES:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
+# A web request's transactions: a statement running longer is cancelled, a transaction idle
+# longer is ended (apps.common.statement_timeout); 0 turns the limit off. Not for Celery.
+DATABASE_REQUEST_TIMEOUT_SECONDS = env_int("DATABASE_REQUEST_TIMEOUT_SECONDS", 30, minimum=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache, rate limits, Celery broker ---------------------------------------------
