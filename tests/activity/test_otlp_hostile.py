@@ -296,3 +296,23 @@ def test_a_request_waiting_on_a_lock_is_cancelled_and_answered_503(make_api, age
     finally:
         release.cancel()
         holder.close()
+
+
+def test_a_process_records_a_bounded_volume_of_otlp_at_once(writer, settings):
+    """A request that would take the bytes in flight past the limit is answered at once 503
+    with Retry-After (exporters retry), while another holds the budget; alone, any size is
+    admitted."""
+    settings.OTLP_BYTES_IN_FLIGHT = 1024
+    body = _body(*[_span(f"100000000000{i:04x}", parent=ROOT) for i in range(1, 40)], _span(ROOT))
+    with otlp.IN_FLIGHT.admit(100, limit=1024):  # a request of another thread, in flight
+        busy = _post(writer, body, content_type=otlp.PROTOBUF)
+        assert busy.status == 503 and busy.headers["Retry-After"] == "1"
+        status = Status()
+        status.ParseFromString(busy.body)
+        assert status.code == Code.UNAVAILABLE
+        assert "limit of 1024 bytes in flight per process (OTLP_BYTES_IN_FLIGHT)" in status.message
+        small = _post(writer, _body(_span("2000000000000001")))
+        assert small.status == 200  # fits beside it
+    assert not RunStep.objects.filter(id=ROOT).exists()
+    assert _post(writer, body).status == 200 and otlp.IN_FLIGHT.bytes == 0
+    assert RunStep.objects.count() == 41
