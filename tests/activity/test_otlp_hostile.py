@@ -268,7 +268,9 @@ def test_a_trace_holds_a_bounded_number_of_waiting_spans(writer, monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_request_waiting_on_a_lock_is_cancelled_and_answered_503(make_api, agent, settings):
+def test_a_request_waiting_on_a_lock_is_cancelled_and_answered_503(
+    make_api, agent, settings, caplog
+):
     settings.DATABASE_REQUEST_TIMEOUT_SECONDS = 1
     writer = make_api(scopes=["activity:write"])
     holder = connections.create_connection("default")
@@ -287,6 +289,7 @@ def test_a_request_waiting_on_a_lock_is_cancelled_and_answered_503(make_api, age
         status = Status()
         status.ParseFromString(response.body)
         assert status.code == Code.UNAVAILABLE
+        assert "database time limit of the request reached: QueryCanceled" in caplog.text
         assert not RunStep.objects.exists()
         with holder.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock_all()")
