@@ -61,6 +61,8 @@ MIDDLEWARE = [
     # and rate limits; every other request is counted and timed.
     "apps.operations.middleware.OperationsMiddleware",
     "apps.api.middleware.RequestIdMiddleware",
+    # Every transaction a request opens may wait or idle at most DATABASE_REQUEST_TIMEOUT_SECONDS.
+    "apps.common.statement_timeout.StatementTimeoutMiddleware",
     "apps.api.middleware.HttpEdgesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -129,6 +131,9 @@ DATABASE_POOLER = env_choice("DATABASE_POOLER", "", ("", "transaction"))
 if DATABASE_POOLER == "transaction" and IS_POSTGRES:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
+# A web request's transactions: a statement running longer is cancelled, a transaction idle
+# longer is ended (apps.common.statement_timeout); 0 turns the limit off. Not for Celery.
+DATABASE_REQUEST_TIMEOUT_SECONDS = env_int("DATABASE_REQUEST_TIMEOUT_SECONDS", 30, minimum=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache, rate limits, Celery broker ---------------------------------------------
@@ -478,6 +483,9 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 # A span whose parent has not arrived after this many seconds stops waiting: it is recorded as a
 # top-level step of its trace's run when the run exists, else dropped (and counted).
 OTLP_PENDING_SPAN_TTL_SECONDS = env_int("OTLP_PENDING_SPAN_TTL_SECONDS", 3600, minimum=60)
+# Bytes of OTLP bodies one web process decodes and records at once; past it, 503 + Retry-After
+# (apps.activity.otlp.InFlight). One body alone is always admitted.
+OTLP_BYTES_IN_FLIGHT = env_int("OTLP_BYTES_IN_FLIGHT", 2 * 1024 * 1024, minimum=1024)
 
 # Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).
 CELERY_BEAT_SCHEDULE = {

@@ -420,8 +420,9 @@ class OtlpTracesViewSet(AgentViewSet):
         limit = settings.API_MAX_INGEST_BODY_BYTES
         raw = _raw_body(request._request, limit=limit)
         body = otlp.body_inflate(raw, encoding=request.headers.get("Content-Encoding"), limit=limit)
-        decoded = otlp.request_decode(body, kind=kind)
-        result = spans_record(agent=self.agent, spans=decoded.spans)
+        with otlp.IN_FLIGHT.admit(len(body), limit=settings.OTLP_BYTES_IN_FLIGHT):
+            decoded = otlp.request_decode(body, kind=kind)
+            result = spans_record(agent=self.agent, spans=decoded.spans)
         rejected = decoded.rejected + result.rejected
         message = " ".join([*decoded.errors, *result.errors][:5])
         content, content_type = otlp.response_body(kind=kind, rejected=rejected, message=message)

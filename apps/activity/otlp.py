@@ -14,7 +14,11 @@ stores), then `step_fields` maps it onto a step of a run with the GenAI semantic
 import base64
 import binascii
 import functools
+import re
+import threading
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,14 +36,25 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from apps.common.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from apps.common.errors import (
+    BadRequest,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    UnsupportedMediaType,
+)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 # A string attribute longer than this is cut before anything else looks at it (the step's own
 # bounds, apps.activity.bounds, are smaller, so the cut value is still marked truncated there).
 MAX_DECODED_STRING = 64 * 1024
+# What one request may ask of the server (docs/activity-recording.md, "Limits"). A span over a
+# per-span limit is refused alone (partial success, the OTLP/HTTP answer to bad data in an
+# otherwise good request); spans past MAX_SPANS_PER_REQUEST are refused the same way.
 MAX_SPANS_PER_REQUEST = 10_000
+MAX_ATTRIBUTES_PER_SPAN = 1_000
+MAX_EVENTS_PER_SPAN = 1_000
+MAX_ATTRIBUTES_PER_EVENT = 1_000
 _MAX_ANY_VALUE_DEPTH = 16
 
 SpanData = dict[str, Any]
@@ -104,7 +119,8 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
             for scope_spans in resource_spans.scope_spans:
                 scope = scope_spans.scope.name
                 for index, span in enumerate(scope_spans.spans):
-                    _add(decoded, span, resource=resource, scope=scope, where=f"span {index}")
+                    if not _over_span_limit(decoded, f"span {index}"):
+                        _add(decoded, span, resource=resource, scope=scope, where=f"span {index}")
         return decoded
     try:
         document = orjson.loads(body)
@@ -128,6 +144,8 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
             scope_name = scope.get("name", "") if isinstance(scope, dict) else ""
             for index, raw_span in enumerate(_items(scope_spans, "spans", "spans", strict=False)):
                 where = f"span {index}"
+                if _over_span_limit(decoded, where):
+                    continue
                 if not isinstance(raw_span, dict):
                     decoded.reject(f"{where}: must be a JSON object.")
                     continue
@@ -141,6 +159,39 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
                     continue
                 _add(decoded, span, resource=resource, scope=str(scope_name), where=where)
     return decoded
+
+
+class InFlight:
+    """The bytes of OTLP bodies this process is decoding and recording at once. A body that
+    would take them over the limit while another is in flight is refused at once with 503 and
+    `Retry-After: 1` (exporters retry it, the OTLP/HTTP answer to an overloaded server) instead
+    of taking a web thread and a share of the CPU from every other request: a few hostile
+    requests of 10,000 spans could otherwise hold every thread. One body alone is always
+    admitted, whatever its size; small batches go side by side."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.bytes = 0
+
+    @contextmanager
+    def admit(self, size: int, *, limit: int) -> Iterator[None]:
+        with self._lock:
+            if self.bytes and self.bytes + size > limit:
+                raise ServiceUnavailable(
+                    f"This server is recording {self.bytes} bytes of OTLP requests; with "
+                    f"{size} more it would pass its limit of {limit} bytes in flight per "
+                    "process (OTLP_BYTES_IN_FLIGHT). Retry after 1 second.",
+                    retry_after=1,
+                )
+            self.bytes += size
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.bytes -= size
+
+
+IN_FLIGHT = InFlight()
 
 
 def response_body(*, kind: str, rejected: int, message: str) -> tuple[bytes, str]:
@@ -237,8 +288,7 @@ def _value(value: AnyValue, depth: int = 0) -> Any:
     if kind is None:
         return None
     if kind == "string_value":
-        text = value.string_value
-        return text if len(text) <= MAX_DECODED_STRING else text[:MAX_DECODED_STRING]
+        return _clean(value.string_value[:MAX_DECODED_STRING])
     if kind == "bytes_value":
         return value.bytes_value[: MAX_DECODED_STRING // 2].hex()
     if kind in ("bool_value", "int_value", "double_value"):
@@ -247,17 +297,33 @@ def _value(value: AnyValue, depth: int = 0) -> Any:
         return "…"
     if kind == "array_value":
         return [_value(item, depth + 1) for item in value.array_value.values[:1000]]
-    return {item.key: _value(item.value, depth + 1) for item in value.kvlist_value.values[:1000]}
+    return {
+        _key(item.key): _value(item.value, depth + 1) for item in value.kvlist_value.values[:1000]
+    }
+
+
+# PostgreSQL text and jsonb cannot hold NUL (U+0000): a value's NUL becomes U+FFFD, a key's is
+# dropped, wherever it hides (nested arrays and key-value lists, event names, JSON carried in a
+# string attribute), so that one NUL costs a character, not the batch.
+def _clean(text: str) -> str:
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def _key(text: str) -> str:
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+# The escape `\u0000` in JSON text (not `\\u0000`, an escaped backslash and "u0000").
+_JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _json_cleaned(text: str) -> str:
+    """JSON text whose strings and keys, once read, hold U+FFFD where the text escapes NUL."""
+    return _JSON_NUL.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
 
 
 def _attributes(attributes) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in attributes:
-        value = _value(item.value)
-        if isinstance(value, str) and "\x00" in value:
-            value = value.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
-        out[item.key.replace("\x00", "")] = value
-    return out
+    return {_key(item.key): _value(item.value) for item in attributes}
 
 
 _RESOURCE_KEPT = ("service.name", "telemetry.sdk.name", "telemetry.sdk.language",
@@ -273,13 +339,41 @@ def _time(nanos: int) -> str | None:
     return str(nanos) if nanos else None
 
 
-def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str) -> None:
-    if len(decoded.spans) >= MAX_SPANS_PER_REQUEST:
-        decoded.reject(
-            f"{where}: more than {MAX_SPANS_PER_REQUEST} spans in one request; the rest are "
-            "not recorded (lower OTEL_BSP_MAX_EXPORT_BATCH_SIZE)."
+def _over_span_limit(decoded: Decoded, where: str) -> bool:
+    """Whether the request already holds MAX_SPANS_PER_REQUEST spans: then this one is refused
+    before it is parsed any further."""
+    if len(decoded.spans) < MAX_SPANS_PER_REQUEST:
+        return False
+    decoded.reject(
+        f"{where}: more than {MAX_SPANS_PER_REQUEST} spans in one request (the limit of spans "
+        "per request); the rest are not recorded (lower OTEL_BSP_MAX_EXPORT_BATCH_SIZE)."
+    )
+    return True
+
+
+def _over_limits(span: Span, where: str) -> str | None:
+    """Why the span asks more than one span may (attributes, events), if it does."""
+    span_id = span.span_id.hex()
+    if len(span.attributes) > MAX_ATTRIBUTES_PER_SPAN:
+        return (
+            f"{where}: span {span_id} has {len(span.attributes)} attributes, over the limit of "
+            f"{MAX_ATTRIBUTES_PER_SPAN} attributes per span."
         )
-        return
+    if len(span.events) > MAX_EVENTS_PER_SPAN:
+        return (
+            f"{where}: span {span_id} has {len(span.events)} events, over the limit of "
+            f"{MAX_EVENTS_PER_SPAN} events per span."
+        )
+    for event in span.events:
+        if len(event.attributes) > MAX_ATTRIBUTES_PER_EVENT:
+            return (
+                f"{where}: span {span_id} has an event with {len(event.attributes)} "
+                f"attributes, over the limit of {MAX_ATTRIBUTES_PER_EVENT} attributes per event."
+            )
+    return None
+
+
+def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str) -> None:
     trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
     if len(trace_id) != 16 or not any(trace_id):
         decoded.reject(f"{where}: traceId must be 16 bytes, not all zero.")
@@ -306,10 +400,14 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
     except (OverflowError, ValueError, OSError):
         decoded.reject(f"{where}: span {span_id.hex()} has a time out of range.")
         return
+    over = _over_limits(span, where)
+    if over is not None:
+        decoded.reject(over)
+        return
     events = []
     for event in span.events[:100]:
         events.append(
-            {"name": event.name, "time": _time(event.time_unix_nano),
+            {"name": _clean(event.name), "time": _time(event.time_unix_nano),
              "attributes": _attributes(event.attributes)}
         )  # fmt: skip
     decoded.spans.append(
@@ -321,7 +419,7 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
             "start": str(span.start_time_unix_nano),
             "end": _time(span.end_time_unix_nano),
             "status": span.status.code,
-            "status_message": span.status.message.replace("\x00", ""),
+            "status_message": _clean(span.status.message),
             "attributes": _attributes(span.attributes),
             "events": events,
             "resource": dict(resource),  # already `_resource_kept`
@@ -377,7 +475,7 @@ def _json_or_text(value: Any) -> Any:
     """AI SDK and GenAI attributes carry JSON as strings; keep text that is not JSON as is."""
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
-            return orjson.loads(value)
+            return orjson.loads(_json_cleaned(value))
         except orjson.JSONDecodeError:
             return value
     return value

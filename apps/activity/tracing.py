@@ -16,6 +16,7 @@ in another trace, a cycle of parents) is rejected alone and counted (OTLP partia
 a trace whose run cannot be recorded rejects that trace's spans only.
 """
 
+import heapq
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,10 +28,22 @@ from django.utils import timezone
 
 from apps.activity import otlp
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
-from apps.activity.recording import Unit, Wanted, new_row, step_bounded, values_insert
+from apps.activity.recording import (
+    MAX_STEP_DEPTH,
+    Unit,
+    Wanted,
+    new_row,
+    step_bounded,
+    values_insert,
+)
 from apps.common.errors import BadRequest
 from apps.workspaces.models import Agent
 
+# Spans nest at most as deep as steps recorded through /v1/ingest may (counted within what one
+# request can see: its spans and those waiting in their traces).
+MAX_SPAN_DEPTH = MAX_STEP_DEPTH
+# Spans of one trace waiting for their parents: what a request loads of its traces is bounded.
+MAX_PENDING_SPANS_PER_TRACE = 10_000
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$")
 _STEP_UPDATE_FIELDS = [
     "run_id", "parent_id", "trace_id", "kind", "name", "status", "error", "started_at",
@@ -116,14 +129,23 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     _drop_cycles(pool, drop)
 
     # Which run each span belongs to: the trace's, once its chain reaches a root or a step.
+    # Each span is walked once: a walk stops at a span already placed or already known to wait.
     placed: dict[str, str] = {}
+    unplaced: set[str] = set()
+    depth: dict[str, int] = {}  # levels below the top of what this request can see
     for span_id in pool:
-        if span_id in orphans:
+        if span_id in orphans or span_id in placed or span_id in unplaced:
             continue
         chain = []
         current: str | None = span_id
         run_id = None
-        while current is not None and current not in placed:
+        top = 0
+        while current is not None:
+            if current in placed:
+                run_id, top = placed[current], depth[current] + 1
+                break
+            if current in unplaced:
+                break
             if current in stored and current not in pool:
                 run_id = stored[current][1]
                 break
@@ -135,24 +157,26 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
                 run_id = link["trace_id"]
                 break
             current = link["parent_span_id"]
-        else:
-            if current is not None:
-                run_id = placed[current]
-        if run_id is not None:
-            for member in chain:
-                placed[member] = run_id
-        # A chain that stops at an unknown parent waits; `placed` stays without its members.
+        if run_id is None:
+            unplaced.update(chain)  # a chain that stops at an unknown parent waits
+            continue
+        for level, member in enumerate(reversed(chain), start=top):
+            placed[member] = run_id
+            depth[member] = level
+    for span_id in [span_id for span_id, level in depth.items() if level >= MAX_SPAN_DEPTH]:
+        drop(span_id, f"span {span_id}: nests deeper than {MAX_SPAN_DEPTH} levels (the limit "
+                      "of span depth).")  # fmt: skip
+        del placed[span_id]
 
-    roots = [
-        span
-        for span_id, span in pool.items()
-        if span_id in placed and span["parent_span_id"] is None
-    ]
+    # The trace's roots (normally one), in the order they came.
+    roots: dict[str, list[otlp.SpanData]] = {}
     by_run: dict[str, list[otlp.SpanData]] = {}
     for span_id, span in pool.items():
         if span_id in placed:
             by_run.setdefault(placed[span_id], []).append(span)
-    traces = [(root, by_run.get(root["trace_id"], [])) for root in roots]
+            if span["parent_span_id"] is None:
+                roots.setdefault(span["trace_id"], []).append(span)
+    traces = [(trace_roots, by_run.get(trace_id, [])) for trace_id, trace_roots in roots.items()]
     unit, failed_runs = _runs_of_traces(agent, traces, incoming, result)
     run_ids = {run_id for run_id in placed.values() if run_id not in failed_runs}
     # The runs the unit holds exist (locked, or created by it); only the others are looked up.
@@ -174,6 +198,11 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     waiting = [
         span for span_id, span in pool.items() if span_id not in recorded and span_id not in placed
     ]
+    waiting = _pending_bounded(waiting, incoming, result)
+    # Spans that waited before and still wait keep their row (refreshed: their trace is alive);
+    # only this request's are written, so a trace's waiting spans are not rewritten each time.
+    if any(span["span_id"] not in incoming for span in waiting):
+        PendingSpan.objects.filter(agent=agent, trace_id__in=trace_ids).update(received_at=now)
     PendingSpan.objects.bulk_create(
         [
             PendingSpan(
@@ -186,6 +215,7 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
                 conversation_id=orphans.get(span["span_id"]),
             )
             for span in waiting
+            if span["span_id"] in incoming
         ],  # fmt: skip
         batch_size=1000,
         update_conflicts=True,
@@ -200,17 +230,43 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     unit.flush()
 
 
+def _pending_bounded(
+    waiting: list[otlp.SpanData], incoming: dict[str, otlp.SpanData], result: SpansResult
+) -> list[otlp.SpanData]:
+    """The waiting spans, past MAX_PENDING_SPANS_PER_TRACE in a trace this request's refused
+    (those that waited before keep their place)."""
+    count: dict[str, int] = {}
+    for span in waiting:
+        if span["span_id"] not in incoming:
+            count[span["trace_id"]] = count.get(span["trace_id"], 0) + 1
+    kept = []
+    for span in waiting:
+        if span["span_id"] in incoming:
+            trace_id = span["trace_id"]
+            if count.get(trace_id, 0) >= MAX_PENDING_SPANS_PER_TRACE:
+                result.reject(
+                    1,
+                    f"span {span['span_id']}: trace {trace_id} already has "
+                    f"{MAX_PENDING_SPANS_PER_TRACE} spans waiting for their parents (the limit "
+                    "of waiting spans per trace).",
+                )
+                continue
+            count[trace_id] = count.get(trace_id, 0) + 1
+        kept.append(span)
+    return kept
+
+
 def _runs_of_traces(
     agent: Agent,
-    traces: list[tuple[otlp.SpanData, list[otlp.SpanData]]],
+    traces: list[tuple[list[otlp.SpanData], list[otlp.SpanData]]],
     incoming: dict[str, otlp.SpanData],
     result: "SpansResult",
 ) -> tuple[Unit, set[str]]:
     """Record every trace's run, conversation, end user and messages in one unit (flushed by
     the caller once the steps are written); when one trace cannot be recorded, each trace on
     its own instead, so that only its spans are rejected. Returns the unit and the failed
-    traces."""
-    facts = [_TraceFacts.of(root, trace) for root, trace in traces]
+    traces. `traces` holds each trace's roots and spans, once per trace."""
+    facts = [_TraceFacts.of(roots, trace) for roots, trace in traces]
     _locks_take(
         agent,
         {f"user:{fact.external_id}" for fact in facts if fact.external_id is not None}
@@ -396,18 +452,27 @@ def _orphan_tool_calls_attach(
             if span["span_id"] not in incoming:
                 orphans.append(span)
                 pool[span["span_id"]] = span
+    by_conversation: dict[str, list[tuple[Any, Any, Any, tuple[str, str]]]] = {}
+    for order, root in enumerate(roots):
+        conversation = otlp.metadata(root, *_CONVERSATION_KEYS)
+        if conversation is not None:
+            end = int(root["end"]) if root["end"] else None
+            by_conversation.setdefault(conversation, []).append(
+                (int(root["start"]), end, order, (root["trace_id"], root["span_id"]))
+            )
+    owners = _latest_running(
+        by_conversation,
+        [(otlp.metadata(orphan, *_CONVERSATION_KEYS), int(orphan["start"]), orphan["span_id"])
+         for orphan in orphans],
+    )  # fmt: skip
+    owners.update(
+        _recorded_owners(agent, [orphan for orphan in orphans if orphan["span_id"] not in owners])
+    )
     waiting: dict[str, str] = {}
     for orphan in orphans:
         conversation = otlp.metadata(orphan, *_CONVERSATION_KEYS)
         assert conversation is not None
-        start = int(orphan["start"])
-        owner = None
-        for root in roots:
-            same = otlp.metadata(root, *_CONVERSATION_KEYS)
-            if same == conversation and int(root["start"]) <= start <= int(root["end"] or start):
-                owner = (root["trace_id"], root["span_id"])
-        if owner is None:
-            owner = _recorded_owner(agent, conversation, orphan)
+        owner = owners.get(orphan["span_id"])
         if owner is None:
             waiting[orphan["span_id"]] = conversation
         elif owner[0] != orphan["trace_id"]:
@@ -416,26 +481,85 @@ def _orphan_tool_calls_attach(
     return waiting
 
 
-def _recorded_owner(agent: Agent, conversation: str, orphan: otlp.SpanData) -> tuple | None:
-    """(trace id, root span id) of the conversation's recorded run running at the orphan's
-    start, if any."""
-    at = otlp.step_fields(orphan)["started_at"]
-    run = (
-        Run.objects.filter(agent=agent, conversation_id=conversation, created_at__lte=at)
-        .filter(models.Q(completed_at__isnull=True) | models.Q(completed_at__gte=at))
-        .order_by("-created_at", "-id")
-        .values_list("id", flat=True)
-        .first()
-    )
-    if run is None:
-        return None
-    root_step = (
-        RunStep.objects.filter(agent=agent, run_id=run, parent_id=None)
-        .order_by("started_at", "id")
-        .values_list("trace_id", "id")
-        .first()
-    )
-    return root_step if root_step is not None and root_step[0] else None
+def _latest_running(
+    intervals: dict[Any, list[tuple[Any, Any, Any, Any]]], points: list[tuple[Any, Any, Any]]
+) -> dict[Any, Any]:
+    """For each point (group, instant, key): the owner of the interval of its group running at
+    that instant (start <= instant <= end, an end of None running still) that started last
+    (then the last in order). Intervals are (start, end, order, owner). One sweep per group in
+    time order with a heap of the intervals started, those ended dropped from its top: linear
+    but for the sorting, however many intervals and points a request carries."""
+    wanted: dict[Any, list[tuple[Any, Any]]] = {}
+    for group, instant, key in points:
+        if group in intervals:
+            wanted.setdefault(group, []).append((instant, key))
+    owners: dict[Any, Any] = {}
+    for group, instants in wanted.items():
+        started = sorted(intervals[group], key=lambda interval: (interval[0], interval[2]))
+        running: list[tuple[_Reversed, _Reversed, int, Any, Any]] = []
+        next_start = 0
+        for instant, key in sorted(instants, key=lambda item: item[0]):
+            while next_start < len(started) and started[next_start][0] <= instant:
+                start, end, order, owner = started[next_start]
+                entry = (_Reversed(start), _Reversed(order), next_start, end, owner)
+                heapq.heappush(running, entry)
+                next_start += 1
+            while running and running[0][3] is not None and running[0][3] < instant:
+                heapq.heappop(running)
+            if running:
+                owners[key] = running[0][4]
+    return owners
+
+
+class _Reversed:
+    """Orders its value backwards (a max-heap of values that cannot be negated: datetimes)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: "_Reversed") -> bool:
+        return self.value > other.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and self.value == other.value
+
+
+def _recorded_owners(agent: Agent, orphans: list[otlp.SpanData]) -> dict[str, tuple[str, str]]:
+    """span id -> (trace id, root span id) of the recorded run of the orphan's conversation
+    running at its start (the one created last), for the orphans that have one: two queries
+    whatever their number."""
+    if not orphans:
+        return {}
+    starts = {orphan["span_id"]: otlp.started_at(orphan) for orphan in orphans}
+    points = [(otlp.metadata(orphan, *_CONVERSATION_KEYS), starts[orphan["span_id"]],
+               orphan["span_id"]) for orphan in orphans]  # fmt: skip
+    intervals: dict[Any, list[tuple[Any, Any, Any, Any]]] = {}
+    for run_id, conversation, created, completed in (
+        Run.objects.filter(
+            agent=agent,
+            conversation_id__in={conversation for conversation, _at, _key in points},
+            created_at__lte=max(starts.values()),
+        )
+        .filter(
+            models.Q(completed_at__isnull=True) | models.Q(completed_at__gte=min(starts.values()))
+        )
+        .values_list("id", "conversation_id", "created_at", "completed_at")
+    ):
+        intervals.setdefault(conversation, []).append((created, completed, run_id, run_id))
+    runs = _latest_running(intervals, points)
+    if not runs:
+        return {}
+    root_steps = RunStep.objects.filter(agent=agent, run_id__in=set(runs.values()), parent_id=None)
+    root_steps = root_steps.order_by("run_id", "started_at", "id")
+    if connection.vendor == "postgresql":
+        root_steps = root_steps.distinct("run_id")  # the first root step of each run only
+    first: dict[str, tuple[str, str]] = {}
+    for run_id, trace_id, step_id in root_steps.values_list("run_id", "trace_id", "id"):
+        if trace_id:
+            first.setdefault(run_id, (trace_id, step_id))
+    return {key: first[run_id] for key, run_id in runs.items() if run_id in first}
 
 
 def _drop_cycles(pool: dict[str, otlp.SpanData], drop) -> None:
@@ -468,7 +592,10 @@ class _TraceFacts:
     conversation_id: str
 
     @classmethod
-    def of(cls, root: otlp.SpanData, trace: list[otlp.SpanData]) -> "_TraceFacts":
+    def of(cls, roots: list[otlp.SpanData], trace: list[otlp.SpanData]) -> "_TraceFacts":
+        """Read once per trace, whatever its number of roots (a trace has one; when spans
+        without a parent share a trace id, the first to start is the run's root)."""
+        root = min(roots, key=lambda span: (int(span["start"]), span["span_id"]))
         agent_spans = [span for span in trace if otlp.span_kind(span) == "agent"]
         ordered = [root, *sorted(agent_spans, key=lambda span: span["start"]), *trace]
 

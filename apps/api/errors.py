@@ -81,7 +81,12 @@ def as_service_error(exc: Exception) -> errors.ServiceError | None:
     if isinstance(exc, SuspiciousOperation):
         return errors.BadRequest("The request was refused as malformed.")
     if isinstance(exc, OperationalError | InterfaceError):
-        logger.warning("database unavailable: %s", exc.__class__.__name__)
+        cause = type(exc.__cause__).__name__
+        if cause in ("QueryCanceled", "IdleInTransactionSessionTimeout"):
+            # apps.common.statement_timeout: the request's transaction ran out of time.
+            logger.warning("database time limit of the request reached: %s", cause)
+        else:
+            logger.warning("database unavailable: %s", exc.__class__.__name__)
         return errors.ServiceUnavailable(retry_after=DATABASE_RETRY_AFTER)
     if isinstance(exc, DataError):
         # A value the database cannot hold (a NUL character, an out-of-range number).

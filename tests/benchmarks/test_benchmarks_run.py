@@ -68,6 +68,7 @@ SCRIPTS: dict[str, list[str]] = {
     # Every case (runs, steps, OTLP protobuf; one Agent and spread) for half a second, 2
     # clients, small batches, through gunicorn as production runs it.
     "recording.py": ["--tiny"],
+    "otlp_hostile.py": ["--tiny"],  # one request of parentless spans; probes beside them
     "profile_request.py": ["--requests", "2", "--runs", "300", "--page", "deep", "--build",
                            "stock", "--top", "3"],
     "run_page.py": ["--requests", "1", "--steps", "10"],
