@@ -158,7 +158,12 @@ def index_text(text: str) -> str | None:
 
 _TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
 _WORD_IN_TEXT = re.compile(r"[^\W\d_][\w'-]*|\d[\w.,-]*")
-_WORD = re.compile(r"\w+")
+# Words with their combining marks: Python's \w leaves out the vowel signs of Indic and Thai
+# scripts and Arabic/Hebrew points, which cut "दिल्ली" into "द ल ल" (no such term is indexed).
+_WORD = re.compile(
+    r"(?:\w|[\u0300-\u036f\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670"
+    r"\u0900-\u0dff\u0e00-\u0e7f])+"
+)
 
 
 @dataclass(frozen=True)
@@ -289,3 +294,86 @@ def _best_window(text: str, spans: list[list[int]]) -> int:
         space = text.find(" ", begin, best)
         begin = space + 1 if space != -1 else begin
     return begin
+
+
+# --- stop words of the query's language -------------------------------------------------------
+
+# PostgreSQL's configurations for Arabic, Hindi, Greek (and "simple", which CJK text uses) have
+# no stop list, so a question's commonest words ("ما هو", "कैसा", "の", "什么") counted as content
+# and an unrelated question in such a language found passages holding them. The lists of the
+# `stop-words` package fill in, chosen by the query's script.
+_SCRIPT_STOP_LISTS = {
+    "ARABIC": ("arabic", "persian"),
+    "HEBREW": ("hebrew",),
+    "DEVANAGARI": ("hindi",),
+    "GUJARATI": ("gujarati",),
+    "GREEK": ("greek",),
+    "HANGUL": ("korean",),
+    "HIRAGANA": ("japanese",),
+    "KATAKANA": ("japanese",),
+    "CJK": ("chinese", "japanese"),
+    "CYRILLIC": ("russian", "ukrainian", "bulgarian"),
+}
+# The Snowball English list (PostgreSQL's `english` stop words): not highlighted as matches.
+ENGLISH_STOP_WORDS = frozenset(
+    ["i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an", "the", "and", "but", "if", "or", "because", "as", "until", "while", "of", "at", "by", "for", "with", "about", "against", "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just", "don", "should", "now"]
+)
+_stop_lists: dict[str, frozenset[str]] = {}
+
+
+def _script_names(text: str) -> set[str]:
+    import unicodedata
+
+    names = set()
+    for character in text:
+        if character.isalpha():
+            name = unicodedata.name(character, "")
+            names.add(name.split(" ", 1)[0] if not name.startswith("CJK") else "CJK")
+    return names
+
+
+def _stop_list(language: str) -> frozenset[str]:
+    words = _stop_lists.get(language)
+    if words is None:
+        from stop_words import get_stop_words
+
+        words = frozenset(word.casefold() for word in get_stop_words(language))
+        _stop_lists[language] = words
+    return words
+
+
+def query_stop_words(query: str) -> frozenset[str]:
+    """Stop words of the scripts a query is written in that PostgreSQL's configurations do not
+    drop (see ``_SCRIPT_STOP_LISTS``); empty for a Latin-script query."""
+    words: set[str] = set()
+    for script in _script_names(query):
+        for language in _SCRIPT_STOP_LISTS.get(script, ()):
+            words |= _stop_list(language)
+    return frozenset(words)
+
+
+def content_words(words: str, stop: frozenset[str]) -> str:
+    """A parsed query's words without its stop words: a word in `stop`, and a CJK pair one of
+    whose characters is a one-character stop word ("の天" of "明日の天気"). A query made of stop
+    words only keeps them all."""
+    if not stop:
+        return words
+    kept = []
+    for word in words.split():
+        folded = word.casefold()
+        if folded in stop:
+            continue
+        if has_cjk(word) and len(word) == 2 and (word[0] in stop or word[1] in stop):
+            continue
+        kept.append(word)
+    return " ".join(kept) if kept else words
+
+
+def warm_up() -> None:
+    """Load what the first search of a process would otherwise load (the language identifiers,
+    the stop lists): 0.7-2.4 s that the first keyword search used to pay."""
+    _classify("warm up", stemmed_only=True)
+    _classify("warm up")
+    for languages in _SCRIPT_STOP_LISTS.values():
+        for language in languages:
+            _stop_list(language)
