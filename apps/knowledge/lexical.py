@@ -213,7 +213,9 @@ def fts5_expression(query: str) -> str:
     parsed = parse_query(query)
     if parsed.is_empty:
         return ""
-    terms = list(dict.fromkeys(f'"{word}"' for word in parsed.words.split()))
+    # Stop words go as PostgreSQL's configurations drop them (all of them if nothing else).
+    words = content_words(parsed.words, ENGLISH_STOP_WORDS | query_stop_words(query))
+    terms = list(dict.fromkeys(f'"{word}"' for word in words.split()))
     expression = " OR ".join(terms)
     if len(terms) > 1:
         expression = f"({expression})"
@@ -316,8 +318,145 @@ _SCRIPT_STOP_LISTS = {
 }
 # The Snowball English list (PostgreSQL's `english` stop words): not highlighted as matches.
 ENGLISH_STOP_WORDS = frozenset(
-    ["i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an", "the", "and", "but", "if", "or", "because", "as", "until", "while", "of", "at", "by", "for", "with", "about", "against", "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just", "don", "should", "now"]
+    [
+        "i",
+        "me",
+        "my",
+        "myself",
+        "we",
+        "our",
+        "ours",
+        "ourselves",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "he",
+        "him",
+        "his",
+        "himself",
+        "she",
+        "her",
+        "hers",
+        "herself",
+        "it",
+        "its",
+        "itself",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "themselves",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "this",
+        "that",
+        "these",
+        "those",
+        "am",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "have",
+        "has",
+        "had",
+        "having",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "a",
+        "an",
+        "the",
+        "and",
+        "but",
+        "if",
+        "or",
+        "because",
+        "as",
+        "until",
+        "while",
+        "of",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "against",
+        "between",
+        "into",
+        "through",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+        "to",
+        "from",
+        "up",
+        "down",
+        "in",
+        "out",
+        "on",
+        "off",
+        "over",
+        "under",
+        "again",
+        "further",
+        "then",
+        "once",
+        "here",
+        "there",
+        "when",
+        "where",
+        "why",
+        "how",
+        "all",
+        "any",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "no",
+        "nor",
+        "not",
+        "only",
+        "own",
+        "same",
+        "so",
+        "than",
+        "too",
+        "very",
+        "s",
+        "t",
+        "can",
+        "will",
+        "just",
+        "don",
+        "should",
+        "now",
+    ]
 )
+# Question words those lists lack: a question's own frame, not what it asks about.
+_QUESTION_WORDS = {
+    "arabic": "هل كيف متى أين اين ماذا لماذا كم أي اي ماهو ماهي",
+    "hindi": "क्या कौन कब कहाँ कहां कैसे कैसा कैसी क्यों कितना कितने कितनी है हैं",
+    "chinese": "什么 吗 呢 哪 哪里 哪儿 怎么 怎样 为什么 多少 几 是 谁",
+    "japanese": "ですか ますか 何 どこ いつ だれ 誰 どう なぜ どれ どの いくら か",
+    "korean": "무엇 뭐 어디 언제 누구 어떻게 왜 얼마 몇 어떤",
+}
+_ARABIC_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ى": "ي", "ة": "ه", "ـ": None})
 _stop_lists: dict[str, frozenset[str]] = {}
 
 
@@ -337,9 +476,16 @@ def _stop_list(language: str) -> frozenset[str]:
     if words is None:
         from stop_words import get_stop_words
 
-        words = frozenset(word.casefold() for word in get_stop_words(language))
+        listed = [*get_stop_words(language), *_QUESTION_WORDS.get(language, "").split()]
+        words = frozenset(_fold(word) for word in listed)
         _stop_lists[language] = words
     return words
+
+
+def _fold(word: str) -> str:
+    """A word as stop lists are compared: case-folded, Arabic alef and yeh forms made one
+    ("إلى" and "الى" alike)."""
+    return word.casefold().translate(_ARABIC_FOLD)
 
 
 def query_stop_words(query: str) -> frozenset[str]:
@@ -352,18 +498,26 @@ def query_stop_words(query: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# Characters that are particles wherever they stand: hiragana particles between Japanese words,
+# Chinese sentence particles. A CJK pair holding one is no word ("の天" of "明日の天気").
+_PARTICLES = frozenset("のはがをにでともかへやよねな的了吗呢吧么")
+
+
+def _is_particle(character: str) -> bool:
+    return character in _PARTICLES
+
+
 def content_words(words: str, stop: frozenset[str]) -> str:
-    """A parsed query's words without its stop words: a word in `stop`, and a CJK pair one of
-    whose characters is a one-character stop word ("の天" of "明日の天気"). A query made of stop
-    words only keeps them all."""
+    """A parsed query's words without its stop words: a word in `stop`, and a CJK pair holding
+    a particle ("の天" of "明日の天気"). A query made of stop words only keeps them all."""
     if not stop:
         return words
     kept = []
     for word in words.split():
-        folded = word.casefold()
+        folded = _fold(word)
         if folded in stop:
             continue
-        if has_cjk(word) and len(word) == 2 and (word[0] in stop or word[1] in stop):
+        if has_cjk(word) and len(word) == 2 and (_is_particle(word[0]) or _is_particle(word[1])):
             continue
         kept.append(word)
     return " ".join(kept) if kept else words
@@ -372,8 +526,13 @@ def content_words(words: str, stop: frozenset[str]) -> str:
 def warm_up() -> None:
     """Load what the first search of a process would otherwise load (the language identifiers,
     the stop lists): 0.7-2.4 s that the first keyword search used to pay."""
-    _classify("warm up", stemmed_only=True)
-    _classify("warm up")
+    _classify("warm up", stemmed_only=True)  # a query's language (ingestion uses the other)
     for languages in _SCRIPT_STOP_LISTS.values():
         for language in languages:
             _stop_list(language)
+
+
+def warm_up_in_background() -> None:
+    """`warm_up` in a daemon thread: a web process starts answering at once, and its first
+    search finds the identifiers loaded (or waits on their lock for the rest of the load)."""
+    threading.Thread(target=warm_up, name="lexical-warm-up", daemon=True).start()

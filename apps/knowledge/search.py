@@ -90,6 +90,7 @@ class SearchHit:
     similarity: float | None = None
     fused: float | None = None
     contents_page: bool = False  # a table of contents or index page (relevance.CONTENTS_FACTOR)
+    fused_rank: int | None = None  # place in the fused list (hybrid), 1 = first
 
     @property
     def section_path(self) -> list[str]:
@@ -263,6 +264,9 @@ def search_chunks(
         scored.sort(key=lambda item: item[0] + (relevance.CONTENTS_DEMOTION if item[7] else 0))
     keyword_ranks = {chunk_id: rank for rank, chunk_id in enumerate(keyword, start=1)}
     semantic_ranks = {chunk_id: rank for rank, chunk_id in enumerate(semantic, start=1)}
+    fused_ranks = (
+        {chunk_id: rank for rank, chunk_id in enumerate(ranked_ids, start=1)} if fused else {}
+    )
     hits = []
     for _, chunk_id, row, covered, similarity, score, _, contents in scored[:limit]:
         if score < min_score:
@@ -299,6 +303,7 @@ def search_chunks(
                 similarity=None if similarity is None else round(similarity, 4),
                 fused=round(fused[chunk_id], 6) if chunk_id in fused else None,
                 contents_page=contents,
+                fused_rank=fused_ranks.get(chunk_id),
             )
         )
     return hits

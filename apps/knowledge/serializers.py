@@ -167,6 +167,7 @@ def explain_out(hit: SearchHit) -> dict:
         "keyword_rank": hit.keyword_rank,
         "semantic_rank": hit.semantic_rank,
         "fused": hit.fused,
+        "fused_rank": hit.fused_rank,
         "coverage": hit.coverage,
         "similarity": hit.similarity,
         "contents_page": hit.contents_page,
@@ -221,6 +222,9 @@ class KnowledgeSearchExplainOut(serializers.Serializer):
     )
     fused = serializers.FloatField(
         allow_null=True, help_text="Reciprocal rank fusion value (hybrid mode), else null."
+    )
+    fused_rank = serializers.IntegerField(
+        allow_null=True, help_text="Place in the fused list (hybrid mode), 1 = first."
     )
     coverage = serializers.FloatField(
         help_text="Share of the query's idf-weighted words the passage holds (stop words aside)."
