@@ -207,26 +207,28 @@ def _pack(blocks: list[str], max_chars: int) -> list[str]:
     # In a section over its size, each titled item is a passage of its own (see the module's
     # docstring); a title always travels with the text after it.
     oversize = sum(len(block) + 2 for block in blocks) > max_chars
-    pieces: list[tuple[str, bool]] = []
+    pieces: list[tuple[str, bool, bool]] = []  # (text, is a title, is a definitions piece)
     for block in blocks:
         if len(block) <= max_chars:
-            pieces.append((block, is_title(block)))
+            pieces.append((block, is_title(block), False))
         elif oversize and _is_definition_list(block):
-            pieces.extend(
-                (piece, False) for piece in _split_lines(block.split("\n"), max(max_chars // 4, 50))
-            )
+            room = max(max_chars // 4, 50)
+            pieces.extend((piece, False, True) for piece in _split_lines(block.split("\n"), room))
         else:
-            pieces.extend((piece, False) for piece in _split_block(block, max_chars))
+            pieces.extend((piece, False, False) for piece in _split_block(block, max_chars))
     chunks: list[str] = []
     current = ""
     current_has_body = False
-    for index, (piece, title) in enumerate(pieces):
-        starts_item = (
-            title
-            and oversize
-            and current_has_body
-            and len(current) >= max_chars // 16
-            and index + 1 < len(pieces)
+    for index, (piece, title, definitions) in enumerate(pieces):
+        starts_item = current_has_body and (
+            definitions
+            or (
+                title
+                and oversize
+                and index + 1 < len(pieces)
+                # a short preamble joins the first item; a short item stays one of its own
+                and (len(current) >= max_chars // 16 or is_title(current.split("\n\n", 1)[0]))
+            )
         )
         if current and (len(current) + 2 + len(piece) > max_chars or starts_item):
             carried = ""
