@@ -5,7 +5,8 @@ Both databases index the same text. A passage's language is detected on the pass
 stemmed per passage. Chinese, Japanese and Korean have no spaces between words (Korean glues
 particles to its words), so every run of such characters is indexed as its overlapping pairs of
 characters ("東京都" -> "東京 京都"), and a query is cut the same way: any two characters of
-the question found side by side in a passage count as a matched term (`cjk_bigrams`).
+the question found side by side in a passage count as a matched term (`cjk_bigrams`). Thai,
+Lao, Khmer and Myanmar, also written without spaces, are cut into pairs too.
 
 A query is a bag of optional words (any of them may match; BM25 ranks the passages holding more
 and rarer ones first), plus the websearch syntax kept from before: a "quoted phrase" must
@@ -65,10 +66,13 @@ _PASSAGE_MIN_PROBABILITY = 0.95
 _MARKUP = re.compile(r"[#*_`>|\[\]()!-]+|https?://\S+")
 
 # Han (with extension A and compatibility ideographs), Hiragana, Katakana (with the phonetic
-# extensions and half-width forms) and Hangul (syllables and jamo).
+# extensions and half-width forms) and Hangul (syllables and jamo); and the other scripts
+# written without spaces between words, Thai, Lao, Khmer and Myanmar, cut the same way (a
+# Thai sentence was one "word" that no question matched).
 _CJK_CLASS = (
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
     "\uff66-\uff9f\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
 )
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
