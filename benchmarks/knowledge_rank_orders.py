@@ -69,6 +69,58 @@ def dump(question_set: dict) -> list[dict]:
     return rows
 
 
+def keyword_curves(question_set: dict) -> str:
+    """Keyword mode's abstention under candidate curves (coverage alone): for each, the
+    no-answer questions left with nothing at the default threshold and the answers (found in
+    the top 10 at min_score 0) it would hide."""
+    import knowledge_relevance as bench
+
+    from apps.knowledge import relevance, search
+
+    agent, documents = bench.reusable_agent(question_set["documents"])
+    if agent is None:
+        raise SystemExit("no ready benchmark Agent: run benchmarks/knowledge_relevance.py first")
+    curves = {
+        "keyword curve (shipped)": relevance.KEYWORD_WEIGHTS,
+        "hybrid's coverage-only curve ('other')": relevance.MEANING_WEIGHTS["other"][:2],
+    }
+    threshold = relevance.DEFAULT_MIN_SCORE
+    empty = dict.fromkeys(curves, 0)
+    lost: dict[str, list[str]] = {name: [] for name in curves}
+    no_answer = 0
+    for question in question_set["questions"]:
+        hits = search.search_chunks(
+            agent=agent, query=question["question"], limit=10, mode="keyword", min_score=0.0
+        )
+        coverages = [hit.coverage for hit in hits]
+        if question["kind"] == "no_answer":
+            no_answer += 1
+        accepted = {documents[path] for path in question.get("documents", ()) if path in documents}
+        answers = [bench.normalise(answer) for answer in question.get("answers", ())]
+        answer = next(
+            (
+                hit.coverage
+                for hit in hits
+                if hit.document_id in accepted
+                and any(text in bench.normalise(hit.text) for text in answers)
+            ),
+            None,
+        )
+        for name, (bias, weight) in curves.items():
+            scores = [relevance._sigmoid(bias + weight * value) for value in coverages]
+            if question["kind"] == "no_answer" and not any(x >= threshold for x in scores):
+                empty[name] += 1
+            if answer is not None and relevance._sigmoid(bias + weight * answer) < threshold:
+                lost[name].append(question["id"])
+    lines = [
+        "| keyword curve | no-answer empty | answers hidden by the threshold |",
+        "|---|---|---|",
+    ]
+    for name in curves:
+        lines.append(f"| {name} | {empty[name]}/{no_answer} | {', '.join(lost[name]) or 'none'} |")
+    return "\n".join(lines)
+
+
 def _saturated(cap: float, contents: bool):
     def key(candidate: dict, place: int):
         value = candidate["ordered_by"]
@@ -126,6 +178,7 @@ def main() -> None:
     parser.add_argument("--set", default="main")
     parser.add_argument("--dump")
     parser.add_argument("--load")
+    parser.add_argument("--keyword-curves", action="store_true")
     args = parser.parse_args()
     if args.load:
         rows = [json.loads(line) for line in Path(args.load).read_text().splitlines()]
@@ -137,6 +190,9 @@ def main() -> None:
         import django
 
         django.setup()
+        if args.keyword_curves:
+            print(keyword_curves(bench.load_set(args.set)))
+            return
         rows = dump(bench.load_set(args.set))
         if args.dump:
             Path(args.dump).write_text("".join(json.dumps(row) + "\n" for row in rows))
