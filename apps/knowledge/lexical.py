@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 # py3langid codes -> PostgreSQL text search configurations (PostgreSQL 15 ships these).
@@ -306,8 +307,9 @@ def _best_window(text: str, spans: list[list[int]]) -> int:
 
 # PostgreSQL's configurations for Arabic, Hindi, Greek (and "simple", which CJK text uses) have
 # no stop list, so a question's commonest words ("ما هو", "कैसा", "の", "什么") counted as content
-# and an unrelated question in such a language found passages holding them. The lists of the
-# `stop-words` package fill in, chosen by the query's script.
+# and an unrelated question in such a language found passages holding them. Lists of the
+# `stop-words` project, kept in `stop_words/` (its README), fill in, chosen by the query's script.
+_STOP_WORDS_DIR = Path(__file__).resolve().parent / "stop_words"
 _SCRIPT_STOP_LISTS = {
     "ARABIC": ("arabic", "persian"),
     "HEBREW": ("hebrew",),
@@ -478,9 +480,12 @@ def _script_names(text: str) -> set[str]:
 def _stop_list(language: str) -> frozenset[str]:
     words = _stop_lists.get(language)
     if words is None:
-        from stop_words import get_stop_words
-
-        listed = [*get_stop_words(language), *_QUESTION_WORDS.get(language, "").split()]
+        path = _STOP_WORDS_DIR / f"{language}.txt"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        listed = [
+            *(line.strip() for line in lines if line.strip()),
+            *_QUESTION_WORDS.get(language, "").split(),
+        ]
         words = frozenset(_fold(word) for word in listed)
         _stop_lists[language] = words
     return words
