@@ -48,6 +48,8 @@ DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/agent_console_bench"
 SETS = {
     "main": ROOT / "benchmarks" / "relevance" / "questions.json",
     "heldout": ROOT / "benchmarks" / "relevance" / "heldout.json",
+    # Issue 37's patterns (records, contents pages, short queries, scripts); same documents.
+    "patterns": ROOT / "benchmarks" / "relevance" / "patterns.json",
 }
 KINDS = ("lexical", "paraphrase", "crosslingual", "no_answer")
 ANSWERABLE = KINDS[:3]
@@ -432,6 +434,7 @@ def _report(question_set, ranked, field, unreachable, passages, search_seconds) 
     questions = question_set["questions"]
     kind_of = {q["id"]: q["kind"] for q in questions}
     english = {q["id"] for q in questions if q["lang"] == "en"}
+    lang_of = {q["id"]: q["lang"] for q in questions}
     metrics = {}
     for mode in [*MODES, BASELINE]:
         outcomes = ranked[mode]
@@ -447,6 +450,10 @@ def _report(question_set, ranked, field, unreachable, passages, search_seconds) 
         metrics[mode]["other_language"] = summarise(
             [outcomes[qid]["rank"] for qid in answerable if qid not in english]
         )
+        metrics[mode]["by_language"] = {
+            lang: summarise([outcomes[qid]["rank"] for qid in answerable if lang_of[qid] == lang])
+            for lang in sorted({lang_of[qid] for qid in answerable})
+        }
     abstention = {}
     for mode in [*MODES, BASELINE]:
         default = ranked.get(f"{mode}@default", ranked[mode])
@@ -458,6 +465,11 @@ def _report(question_set, ranked, field, unreachable, passages, search_seconds) 
             if qid in english
             and ranked[mode][qid]["rank"] is not None
             and default[qid]["rank"] is None
+        ]
+        lost_any = [
+            qid
+            for qid in answerable
+            if ranked[mode][qid]["rank"] is not None and default[qid]["rank"] is None
         ]
         tops_answered = [
             ranked[mode][qid]["top_score"]
@@ -474,6 +486,7 @@ def _report(question_set, ranked, field, unreachable, passages, search_seconds) 
             "no_answer_empty": sum(1 for qid in no_answer if default[qid]["empty"]),
             "answerable_empty": sum(1 for qid in answerable if default[qid]["empty"]),
             "english_answers_lost": lost,
+            "answers_lost": lost_any,
             "median_top_score_answered": statistics.median(tops_answered)
             if tops_answered
             else None,
@@ -554,6 +567,26 @@ def render_markdown(report: dict) -> str:
             f"| {a['answerable_empty']} | {lost if field or mode == BASELINE else '—'} "
             f"| {_f(a['median_top_score_answered'])} | {_f(a['median_top_score_no_answer'])} |"
         )
+    lines += [
+        "",
+        "Answers found (in the top 10 at `min_score` 0) but under the default threshold, any "
+        "language: "
+        + "; ".join(
+            f"{label.get(mode, mode)} {', '.join(report['abstention'][mode]['answers_lost']) or 'none'}"
+            for mode in MODES
+        ),
+        "",
+        "R@5 per question language: "
+        + "; ".join(
+            f"{lang} ({report['metrics']['hybrid']['by_language'][lang]['n']}) "
+            + " / ".join(
+                _f(report["metrics"][mode]["by_language"][lang]["r5"])
+                for mode in [*MODES, BASELINE]
+            )
+            for lang in report["metrics"]["hybrid"]["by_language"]
+        )
+        + " (keyword / semantic / hybrid / plain BM25)",
+    ]
     if report.get("unknown_chunks"):
         lines += [
             "",

@@ -224,7 +224,7 @@ class KnowledgeViewSet(AgentViewSet):
                     ended_at=timezone.now(),
                 )
             )
-        return json_response(search_out(query=data["query"], hits=hits))
+        return json_response(search_out(query=data["query"], hits=hits, explain=data["explain"]))
 
 
 _MARKS = re.compile(r"</?mark>")

@@ -5,7 +5,8 @@ Both databases index the same text. A passage's language is detected on the pass
 stemmed per passage. Chinese, Japanese and Korean have no spaces between words (Korean glues
 particles to its words), so every run of such characters is indexed as its overlapping pairs of
 characters ("東京都" -> "東京 京都"), and a query is cut the same way: any two characters of
-the question found side by side in a passage count as a matched term (`cjk_bigrams`).
+the question found side by side in a passage count as a matched term (`cjk_bigrams`). Thai,
+Lao, Khmer and Myanmar, also written without spaces, are cut into pairs too.
 
 A query is a bag of optional words (any of them may match; BM25 ranks the passages holding more
 and rarer ones first), plus the websearch syntax kept from before: a "quoted phrase" must
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 # py3langid codes -> PostgreSQL text search configurations (PostgreSQL 15 ships these).
@@ -65,10 +67,13 @@ _PASSAGE_MIN_PROBABILITY = 0.95
 _MARKUP = re.compile(r"[#*_`>|\[\]()!-]+|https?://\S+")
 
 # Han (with extension A and compatibility ideographs), Hiragana, Katakana (with the phonetic
-# extensions and half-width forms) and Hangul (syllables and jamo).
+# extensions and half-width forms) and Hangul (syllables and jamo); and the other scripts
+# written without spaces between words, Thai, Lao, Khmer and Myanmar, cut the same way (a
+# Thai sentence was one "word" that no question matched).
 _CJK_CLASS = (
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
     "\uff66-\uff9f\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
 )
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
@@ -158,7 +163,12 @@ def index_text(text: str) -> str | None:
 
 _TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
 _WORD_IN_TEXT = re.compile(r"[^\W\d_][\w'-]*|\d[\w.,-]*")
-_WORD = re.compile(r"\w+")
+# Words with their combining marks: Python's \w leaves out the vowel signs of Indic and Thai
+# scripts and Arabic/Hebrew points, which cut "दिल्ली" into "द ल ल" (no such term is indexed).
+_WORD = re.compile(
+    r"(?:\w|[\u0300-\u036f\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670"
+    r"\u0900-\u0dff\u0e00-\u0e7f])+"
+)
 
 
 @dataclass(frozen=True)
@@ -208,7 +218,9 @@ def fts5_expression(query: str) -> str:
     parsed = parse_query(query)
     if parsed.is_empty:
         return ""
-    terms = list(dict.fromkeys(f'"{word}"' for word in parsed.words.split()))
+    # Stop words go as PostgreSQL's configurations drop them (all of them if nothing else).
+    words = content_words(parsed.words, ENGLISH_STOP_WORDS | query_stop_words(query))
+    terms = list(dict.fromkeys(f'"{word}"' for word in words.split()))
     expression = " OR ".join(terms)
     if len(terms) > 1:
         expression = f"({expression})"
@@ -289,3 +301,247 @@ def _best_window(text: str, spans: list[list[int]]) -> int:
         space = text.find(" ", begin, best)
         begin = space + 1 if space != -1 else begin
     return begin
+
+
+# --- stop words of the query's language -------------------------------------------------------
+
+# PostgreSQL's configurations for Arabic, Hindi, Greek (and "simple", which CJK text uses) have
+# no stop list, so a question's commonest words ("ما هو", "कैसा", "の", "什么") counted as content
+# and an unrelated question in such a language found passages holding them. Lists of the
+# `stop-words` project, kept in `stop_words/` (its README), fill in, chosen by the query's script.
+_STOP_WORDS_DIR = Path(__file__).resolve().parent / "stop_words"
+_SCRIPT_STOP_LISTS = {
+    "ARABIC": ("arabic", "persian"),
+    "HEBREW": ("hebrew",),
+    "DEVANAGARI": ("hindi",),
+    "GUJARATI": ("gujarati",),
+    "GREEK": ("greek",),
+    "HANGUL": ("korean",),
+    "HIRAGANA": ("japanese",),
+    "KATAKANA": ("japanese",),
+    "CJK": ("chinese", "japanese"),
+    "CYRILLIC": ("russian", "ukrainian", "bulgarian"),
+}
+# The Snowball English list (PostgreSQL's `english` stop words): not highlighted as matches.
+ENGLISH_STOP_WORDS = frozenset(
+    [
+        "i",
+        "me",
+        "my",
+        "myself",
+        "we",
+        "our",
+        "ours",
+        "ourselves",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "he",
+        "him",
+        "his",
+        "himself",
+        "she",
+        "her",
+        "hers",
+        "herself",
+        "it",
+        "its",
+        "itself",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "themselves",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "this",
+        "that",
+        "these",
+        "those",
+        "am",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "have",
+        "has",
+        "had",
+        "having",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "a",
+        "an",
+        "the",
+        "and",
+        "but",
+        "if",
+        "or",
+        "because",
+        "as",
+        "until",
+        "while",
+        "of",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "against",
+        "between",
+        "into",
+        "through",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+        "to",
+        "from",
+        "up",
+        "down",
+        "in",
+        "out",
+        "on",
+        "off",
+        "over",
+        "under",
+        "again",
+        "further",
+        "then",
+        "once",
+        "here",
+        "there",
+        "when",
+        "where",
+        "why",
+        "how",
+        "all",
+        "any",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "no",
+        "nor",
+        "not",
+        "only",
+        "own",
+        "same",
+        "so",
+        "than",
+        "too",
+        "very",
+        "s",
+        "t",
+        "can",
+        "will",
+        "just",
+        "don",
+        "should",
+        "now",
+    ]
+)
+# Question words those lists lack: a question's own frame, not what it asks about.
+_QUESTION_WORDS = {
+    "arabic": "هل كيف متى أين اين ماذا لماذا كم أي اي ماهو ماهي",
+    "hindi": "क्या कौन कब कहाँ कहां कैसे कैसा कैसी क्यों कितना कितने कितनी है हैं",
+    "chinese": "什么 吗 呢 哪 哪里 哪儿 怎么 怎样 为什么 多少 几 是 谁",
+    "japanese": "ですか ますか 何 どこ いつ だれ 誰 どう なぜ どれ どの いくら か",
+    "korean": "무엇 뭐 어디 언제 누구 어떻게 왜 얼마 몇 어떤",
+}
+_ARABIC_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ى": "ي", "ة": "ه", "ـ": None})
+_stop_lists: dict[str, frozenset[str]] = {}
+
+
+def _script_names(text: str) -> set[str]:
+    import unicodedata
+
+    names = set()
+    for character in text:
+        if character.isalpha():
+            name = unicodedata.name(character, "")
+            names.add(name.split(" ", 1)[0] if not name.startswith("CJK") else "CJK")
+    return names
+
+
+def _stop_list(language: str) -> frozenset[str]:
+    words = _stop_lists.get(language)
+    if words is None:
+        path = _STOP_WORDS_DIR / f"{language}.txt"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        listed = [
+            *(line.strip() for line in lines if line.strip()),
+            *_QUESTION_WORDS.get(language, "").split(),
+        ]
+        words = frozenset(_fold(word) for word in listed)
+        _stop_lists[language] = words
+    return words
+
+
+def _fold(word: str) -> str:
+    """A word as stop lists are compared: case-folded, Arabic alef and yeh forms made one
+    ("إلى" and "الى" alike)."""
+    return word.casefold().translate(_ARABIC_FOLD)
+
+
+def query_stop_words(query: str) -> frozenset[str]:
+    """Stop words of the scripts a query is written in that PostgreSQL's configurations do not
+    drop (see ``_SCRIPT_STOP_LISTS``); empty for a Latin-script query."""
+    words: set[str] = set()
+    for script in _script_names(query):
+        for language in _SCRIPT_STOP_LISTS.get(script, ()):
+            words |= _stop_list(language)
+    return frozenset(words)
+
+
+# Characters that are particles wherever they stand: hiragana particles between Japanese words,
+# Chinese sentence particles. A CJK pair holding one is no word ("の天" of "明日の天気").
+_PARTICLES = frozenset("のはがをにでともかへやよねな的了吗呢吧么")
+
+
+def _is_particle(character: str) -> bool:
+    return character in _PARTICLES
+
+
+def content_words(words: str, stop: frozenset[str]) -> str:
+    """A parsed query's words without its stop words: a word in `stop`, and a CJK pair holding
+    a particle ("の天" of "明日の天気"). A query made of stop words only keeps them all."""
+    if not stop:
+        return words
+    kept = []
+    for word in words.split():
+        folded = _fold(word)
+        if folded in stop:
+            continue
+        if has_cjk(word) and len(word) == 2 and (_is_particle(word[0]) or _is_particle(word[1])):
+            continue
+        kept.append(word)
+    return " ".join(kept) if kept else words
+
+
+def warm_up() -> None:
+    """Load what the first search of a process would otherwise load (the language identifiers,
+    the stop lists): 0.7-2.4 s that the first keyword search used to pay."""
+    _classify("warm up", stemmed_only=True)  # a query's language (ingestion uses the other)
+    for languages in _SCRIPT_STOP_LISTS.values():
+        for language in languages:
+            _stop_list(language)
+
+
+def warm_up_in_background() -> None:
+    """`warm_up` in a daemon thread: a web process starts answering at once, and its first
+    search finds the identifiers loaded (or waits on their lock for the rest of the load)."""
+    threading.Thread(target=warm_up, name="lexical-warm-up", daemon=True).start()

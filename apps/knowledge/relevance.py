@@ -30,6 +30,7 @@ the caller lowers `min_score`, so a question the knowledge cannot answer gets an
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 
 from apps.knowledge.lexical import query_language
@@ -70,12 +71,13 @@ def script_of(text: str) -> str:
     return "latin" if latin >= other else "other"
 
 
-def query_class(query: str) -> str:
+def query_class(query: str, *, language: tuple[str, float] | None = None) -> str:
     """Which similarity curve a query gets: "other" (mostly outside the Latin script), "foreign"
-    (Latin script, another language than English), else "latin"."""
+    (Latin script, another language than English), else "latin". `language`: the query's
+    (code, probability) when the caller has it already."""
     if script_of(query) != "latin":
         return "other"
-    code, probability = query_language(query)
+    code, probability = language or query_language(query)
     if code != "en" and probability >= FOREIGN_MIN_PROBABILITY:
         return "foreign"
     return "latin"
@@ -105,3 +107,72 @@ def coverage(*, weights: list[tuple[float, frozenset[str]]], held: set[str]) -> 
         return 0.0
     found = sum(weight for weight, readings in weights if readings & held)
     return found / total
+
+
+# --- tables of contents ---------------------------------------------------------------------
+
+# A passage that lists where things are (a table of contents, an index page) holds the words
+# of every section it names and so matches their questions as well as the sections do, but
+# answers none of them. Its score is multiplied by this, so the section it points to ranks
+# above it (and a question only a contents page matches is less sure to be answered).
+CONTENTS_FACTOR = 0.5
+# In keyword and semantic modes (their own order), a contents page moves this many places down.
+CONTENTS_DEMOTION = 5.5
+_CONTENTS_TITLE = re.compile(
+    r"(?:table of contents|contents|index|inhalt|inhaltsverzeichnis|sommaire|"
+    r"table des matières|índice|indice|sumário|sommario|содержание|оглавление|目录|目錄|"
+    r"目次|차례|목차|المحتويات|فهرس|תוכן העניינים)",
+    re.IGNORECASE,
+)
+# An entry: a list item that is only a link inside the document ("* [Install](#install)"), or
+# a title followed by dot leaders or spaces and a page number ("2.1 Scope ........ 4"). Each
+# line is checked by its end first: a search reads 30 passages of up to 1,800 characters.
+_LINK_ENTRY = re.compile(r"(?:[-*+]\s+|\d{1,3}(?:\.\d{1,3})*\.?\s+)?\[[^\]\n]{1,120}\]\(#[^)\s]*\)")
+_PAGE_ENTRY = re.compile(r"(?:\.{3,}|…+|\t|\s{3})\s*\d{1,4}$")
+_ENTRY_MAX_CHARS = 160
+_HEADING_LINE = re.compile(r"\s{0,3}#{1,6}\s+(.*)")
+# At least this many entries, making up at least this share of the passage's lines.
+_CONTENTS_MIN_ENTRIES = 4
+_CONTENTS_MIN_SHARE = 0.6
+
+
+def _is_entry(line: str) -> bool:
+    if not line or len(line) > _ENTRY_MAX_CHARS:
+        return False
+    if line[-1] == ")":
+        return _LINK_ENTRY.fullmatch(line) is not None
+    return line[-1].isdigit() and _PAGE_ENTRY.search(line) is not None
+
+
+def is_contents_page(text: str, heading_path: list[str] | tuple[str, ...] = ()) -> bool:
+    """Whether a passage reads as a table of contents or an index: under a heading that says
+    so ("Contents", "目录", "Index", ...), or made mostly of entries (in-document links, titles
+    with page numbers)."""
+    first = text.lstrip().split("\n", 1)[0]
+    titles = [match.group(1) for match in [_HEADING_LINE.match(first)] if match]
+    for title in [*heading_path[-1:], *titles]:
+        if _CONTENTS_TITLE.fullmatch(title.strip(" :#*")):
+            return True
+    lines = [line for line in text.splitlines() if line.strip()]
+    # The common case, told cheaply: too few lines end as an entry does (a link or a number).
+    if text.count("](#") < _CONTENTS_MIN_ENTRIES:
+        numbered = sum(1 for line in lines if line.rstrip()[-1:].isdigit())
+        if numbered < _CONTENTS_MIN_ENTRIES:
+            return False
+    body = [line for line in lines if not _HEADING_LINE.match(line)]
+    entries = sum(1 for line in body if _is_entry(line.strip()))
+    return entries >= _CONTENTS_MIN_ENTRIES and entries >= _CONTENTS_MIN_SHARE * len(body)
+
+
+# --- hybrid's order -----------------------------------------------------------------------
+
+# The calibrated score saturates: past this, passages are all "surely relevant" (0.93-1.00 for
+# ten passages in a row) and their differences say little, so among them the fused order
+# (the agreement of keywords and meaning) decides; below it, the score does.
+ORDER_SATURATION = 0.9
+
+
+def order_key(score: float, *, place: int) -> tuple[float, int]:
+    """Hybrid's sort key for a candidate: its calibrated score, scores at or above
+    ORDER_SATURATION counted as equal, then its place in the fused list."""
+    return (-min(score, ORDER_SATURATION), place)

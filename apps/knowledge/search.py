@@ -29,7 +29,7 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -89,6 +89,8 @@ class SearchHit:
     coverage: float = 0.0
     similarity: float | None = None
     fused: float | None = None
+    contents_page: bool = False  # a table of contents or index page (relevance.CONTENTS_FACTOR)
+    fused_rank: int | None = None  # place in the fused list (hybrid), 1 = first
 
     @property
     def section_path(self) -> list[str]:
@@ -164,8 +166,19 @@ def search_chunks(
         if version_id is None:
             return []
     parsed = lexical.parse_query(query)
+    # Stop words of scripts PostgreSQL keeps no list for (Arabic, Hindi, CJK pairs, ...) are
+    # not looked up; the query's own language's stop list (when the detector is sure of it)
+    # joins English's in telling them (_query_terms).
+    stop = lexical.query_stop_words(query)
+    parsed = replace(parsed, words=lexical.content_words(parsed.words, stop))
+    language = lexical.query_language(query) if relevance.script_of(query) == "latin" else None
+    stop_configs = set(_STOP_WORD_CONFIGS)
+    if language and language[1] >= relevance.FOREIGN_MIN_PROBABILITY:
+        stop_configs.add(lexical.LANGUAGE_CONFIGS.get(language[0], "english"))
     terms = (
-        _query_terms(agent_id=agent.pk, words=parsed.words, configs=state.configs)
+        _query_terms(
+            agent_id=agent.pk, words=parsed.words, configs=state.configs, stop_configs=stop_configs
+        )
         if is_postgres() and not parsed.is_empty
         else None
     )
@@ -213,7 +226,9 @@ def search_chunks(
     )
     rows = {row[0]: row for row in _read_hits(agent_id=agent.pk, terms=readings, ids=chosen)}
     weights = terms.word_weights() if terms is not None else _uniform_weights(parsed)
-    script = relevance.query_class(query)
+    script = relevance.query_class(query, language=language)
+    # Highlighted and matched in a table row: the query's words, stop words aside ("to").
+    shown_words = lexical.content_words(parsed.words, lexical.ENGLISH_STOP_WORDS | stop)
     # Hybrid's order: the calibrated curve of the query's script. A foreign Latin-script query
     # is *scored* by coverage alone (relevance.query_class), but among its candidates the
     # closer in meaning still ranks first: ordering it by coverage alone lost answers the
@@ -238,13 +253,22 @@ def search_chunks(
             ordered_by = relevance.score(
                 coverage=covered, similarity=similarity, script=order_script
             )
-        scored.append((place, chunk_id, row, covered, similarity, score, ordered_by))
+        contents = relevance.is_contents_page(row[6] or "", _json_list(row[3]))
+        if contents:
+            score = round(score * relevance.CONTENTS_FACTOR, 4)
+            ordered_by *= relevance.CONTENTS_FACTOR
+        scored.append((place, chunk_id, row, covered, similarity, score, ordered_by, contents))
     if mode == "hybrid":
-        scored.sort(key=lambda item: (-item[6], item[0]))
+        scored.sort(key=lambda item: relevance.order_key(item[6], place=item[0]))
+    else:  # the mode's own order, a contents page after the sections it points to
+        scored.sort(key=lambda item: item[0] + (relevance.CONTENTS_DEMOTION if item[7] else 0))
     keyword_ranks = {chunk_id: rank for rank, chunk_id in enumerate(keyword, start=1)}
     semantic_ranks = {chunk_id: rank for rank, chunk_id in enumerate(semantic, start=1)}
+    fused_ranks = (
+        {chunk_id: rank for rank, chunk_id in enumerate(ranked_ids, start=1)} if fused else {}
+    )
     hits = []
-    for _, chunk_id, row, covered, similarity, score, _ in scored[:limit]:
+    for _, chunk_id, row, covered, similarity, score, _, contents in scored[:limit]:
         if score < min_score:
             continue
         text, bigrammed = row[6], row[7]
@@ -252,13 +276,13 @@ def search_chunks(
             # Marked here rather than by ts_headline, which parses every returned passage again
             # (1 ms each): the query's words and index terms, stems as prefixes.
             raw = (
-                lexical.highlight(text, parsed.words, stems=readings)
+                lexical.highlight(text, shown_words, stems=readings)
                 if keyword or bigrammed
                 else None
             )
         else:
             raw = snippets.get(chunk_id)
-        table = table_snippet(text, marked=_marked_words(raw) | set(parsed.words.split()))
+        table = table_snippet(text, marked=_marked_words(raw) | set(shown_words.split()))
         if table is not None:  # the row that matched, under its header
             snippet = render_snippet(table)
         else:
@@ -278,6 +302,8 @@ def search_chunks(
                 coverage=round(covered, 4),
                 similarity=None if similarity is None else round(similarity, 4),
                 fused=round(fused[chunk_id], 6) if chunk_id in fused else None,
+                contents_page=contents,
+                fused_rank=fused_ranks.get(chunk_id),
             )
         )
     return hits
@@ -423,10 +449,13 @@ FROM knowledge_term_total WHERE agent_id = %(agent_id)s
 """
 
 
-def _query_terms(*, agent_id: str, words: str, configs: list[str]) -> QueryTerms:
-    """Parse the query's words with each of the Agent's configurations (and English, for its
-    stop words) and read each term's document frequency, in one query."""
-    parse = sorted(set(configs) | set(_STOP_WORD_CONFIGS))
+def _query_terms(
+    *, agent_id: str, words: str, configs: list[str], stop_configs=_STOP_WORD_CONFIGS
+) -> QueryTerms:
+    """Parse the query's words with each of the Agent's configurations (and English and the
+    query's language, for their stop words) and read each term's document frequency, in one
+    query."""
+    parse = sorted(set(configs) | set(stop_configs))
     with connection.cursor() as cursor:
         cursor.execute(
             _POSTGRES_TERMS_SQL, {"configs": parse, "words": words, "agent_id": agent_id}

@@ -94,6 +94,15 @@ class KnowledgeSearchIn(StrictSerializer):
             "knowledge does not answer gets an empty list. 0 returns every candidate."
         ),
     )
+    explain = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text=(
+            "Extension. With `true`, each hit also carries `explain`: how it was found and "
+            "scored (its keyword and semantic ranks, the fused value, coverage, similarity). "
+            "Without it, hits carry exactly the fields listed."
+        ),
+    )
     run_id = StrictCharField(
         required=False,
         max_length=64,
@@ -133,24 +142,35 @@ def document_out(document: KnowledgeDocument) -> dict:
     }
 
 
-def search_out(*, query: str, hits: list[SearchHit]) -> dict:
+def search_out(*, query: str, hits: list[SearchHit], explain: bool = False) -> dict:
+    data = []
+    for hit in hits:
+        item = {
+            "object": "knowledge_search_hit",
+            "document_id": hit.document_id,
+            "document_name": hit.document_name,
+            "chunk_id": str(hit.chunk_id),
+            "heading_path": hit.heading_path,
+            "position": hit.position,
+            "snippet": hit.snippet,
+            "score": hit.score,
+            "text": hit.text,
+        }
+        if explain:  # asked for: the hits' fields stay exactly the listed ones otherwise
+            item["explain"] = explain_out(hit)
+        data.append(item)
+    return {"object": "knowledge_search_result", "query": query, "data": data}
+
+
+def explain_out(hit: SearchHit) -> dict:
     return {
-        "object": "knowledge_search_result",
-        "query": query,
-        "data": [
-            {
-                "object": "knowledge_search_hit",
-                "document_id": hit.document_id,
-                "document_name": hit.document_name,
-                "chunk_id": str(hit.chunk_id),
-                "heading_path": hit.heading_path,
-                "position": hit.position,
-                "snippet": hit.snippet,
-                "score": hit.score,
-                "text": hit.text,
-            }
-            for hit in hits
-        ],
+        "keyword_rank": hit.keyword_rank,
+        "semantic_rank": hit.semantic_rank,
+        "fused": hit.fused,
+        "fused_rank": hit.fused_rank,
+        "coverage": hit.coverage,
+        "similarity": hit.similarity,
+        "contents_page": hit.contents_page,
     }
 
 
@@ -192,6 +212,32 @@ class KnowledgeDocumentOut(serializers.Serializer):
 KnowledgeDocumentListOut = list_envelope(KnowledgeDocumentOut, "KnowledgeDocumentList")
 
 
+class KnowledgeSearchExplainOut(serializers.Serializer):
+    keyword_rank = serializers.IntegerField(
+        allow_null=True,
+        help_text="Place in the keyword (BM25) candidates, 1 = first; null: not there.",
+    )
+    semantic_rank = serializers.IntegerField(
+        allow_null=True, help_text="Place in the semantic candidates (best window's cosine)."
+    )
+    fused = serializers.FloatField(
+        allow_null=True, help_text="Reciprocal rank fusion value (hybrid mode), else null."
+    )
+    fused_rank = serializers.IntegerField(
+        allow_null=True, help_text="Place in the fused list (hybrid mode), 1 = first."
+    )
+    coverage = serializers.FloatField(
+        help_text="Share of the query's idf-weighted words the passage holds (stop words aside)."
+    )
+    similarity = serializers.FloatField(
+        allow_null=True, help_text="Cosine of the query with the passage's best window."
+    )
+    contents_page = serializers.BooleanField(
+        help_text="The passage reads as a table of contents or an index: ranked below the "
+        "sections it points to."
+    )
+
+
 class KnowledgeSearchHitOut(serializers.Serializer):
     object = serializers.ChoiceField(choices=["knowledge_search_hit"])
     document_id = serializers.CharField()
@@ -213,6 +259,9 @@ class KnowledgeSearchHitOut(serializers.Serializer):
     )
     text = serializers.CharField(
         help_text="Extension. The passage's full text (markdown), to answer from."
+    )
+    explain = KnowledgeSearchExplainOut(
+        required=False, help_text="Only when the request has `explain: true`."
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from apps.knowledge.extraction import ExtractionFailed, chunk_markdown, extract, extract_bounded
 from apps.knowledge.extraction.json_outline import LINE_LIMIT
-from apps.knowledge.extraction.tabular import OUTLINE_FROM_BYTES
+from apps.knowledge.extraction.tabular import OUTLINE_FROM_BYTES, extract_json
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "café", "über", "東京", "مرحبا", "Привет", "zulu"]
 
@@ -498,3 +498,35 @@ def test_large_json_hand_written_escapes_are_read_as_json_reads_them(
     assert set(lines[2:]) == {'{"n":1,"text":"a ' + read + ' z","Zürich":"ü"}'}
     if read != "\\<b>":
         assert json.loads(lines[2])["text"] == json.loads(line)["text"]
+
+
+def test_wide_records_are_written_with_each_value_beside_its_key() -> None:
+    # An export of records whose one meaningful value hides among ids, hashes and dates: as a
+    # table, the value sits rows away from the header that names it (issue 37).
+    records = [
+        {
+            "type": "NarrativeText",
+            "element_id": f"{index:032x}",
+            "text": f"Paragraph {index} of the page",
+            "metadata": {
+                "filetype": "text/html",
+                "languages": ["eng"],
+                "page_number": 1,
+                "url": "abfs://container1/page.html",
+                "date_created": "1678441216.0",
+                "date_modified": "1678441216.0",
+            },
+        }
+        for index in range(3)
+    ]
+    markdown = extract_json(json.dumps(records).encode()).markdown
+    assert "|" not in markdown
+    lines = markdown.strip().splitlines()
+    assert len(lines) == 3
+    assert lines[1] == (
+        "- **type**: NarrativeText · **element_id**: 00000000000000000000000000000001 · "
+        "**text**: Paragraph 1 of the page · **metadata.filetype**: text/html · "
+        "**metadata.languages**: eng · **metadata.page_number**: 1 · "
+        "**metadata.url**: abfs://container1/page.html · "
+        "**metadata.date_created**: 1678441216.0 · **metadata.date_modified**: 1678441216.0"
+    )

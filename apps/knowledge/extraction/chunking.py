@@ -9,6 +9,15 @@
   blocks), packing as many whole blocks per chunk as fit. A block that alone is too long is
   split by lines (a table repeats its header row in each piece, a code block is re-fenced),
   then by sentences, then at spaces.
+* A title that is not a markdown heading (a plain-text document's "10.4.5 404 Not Found", a
+  line in bold, a short line in capitals) never ends a chunk: it starts the next one, with the
+  text it heads. In a section over ``max_chars``, every such title starts a new chunk, so a run
+  of short definitions ("10.4.4 403 Forbidden", "10.4.5 404 Not Found", ...) is one passage per
+  definition instead of five diluted in one; a list of definitions (``- **term**: ...``) over
+  ``max_chars`` is split on its items into pieces of at most a quarter of it.
+* Base64 ``data:`` URIs (images kept inline by an extractor) are replaced by a short
+  placeholder (``data:image/png;base64,…``): they mean nothing to a search and cost a passage
+  its room and its vectors.
 * Chunks are never empty and, except for a single unbreakable word, never over ``max_chars``.
 """
 
@@ -25,6 +34,24 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _TABLE_SEPARATOR = re.compile(r"^\s*+\|?\s*+:?-{3,}")  # possessive: no backtracking
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+# A base64 data URI (its payload at least 32 characters): replaced by its type and an ellipsis.
+_DATA_URI = re.compile(
+    r"(data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,)[A-Za-z0-9+/=]{32,}"
+)
+# Titles that are not markdown headings: a numbered one ("10.4.5 404 Not Found", "3. Scope",
+# "A.2 Terms", "Section 4 Definitions"), a line in bold, a short line in capitals.
+_NUMBERED_TITLE = re.compile(
+    r"(?:\d{1,3}(?:\.\d{1,3})*\.?|[A-Z]\.\d{1,3}(?:\.\d{1,3})*\.?"
+    r"|(?:Section|Chapter|Part|Appendix|Article|Annex)\s+[\dA-Z]{1,4}[.:]?)\s+\S.*"
+)
+_BOLD_TITLE = re.compile(r"(?:\*\*|__)[^*_\n]{2,}(?:\*\*|__):?")
+_TITLE_MAX_CHARS = 100
+# A list of definitions whose items average at most this many characters is split on its items.
+_SHORT_DEFINITION_CHARS = 240
+# A list item that defines a term: "- **term**: ...", "- term: ...", "* `name` - ...".
+_DEFINITION_ITEM = re.compile(
+    r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+(?:\*\*[^*\n]+\*\*|`[^`\n]+`|[^:\n]{1,60}):?\s"
+)
 
 
 @dataclass
@@ -45,7 +72,8 @@ def chunk_markdown(markdown: str, *, max_chars: int = 1800) -> list[Chunk]:
     if max_chars < 50:
         raise ValueError("max_chars must be at least 50")
     chunks: list[Chunk] = []
-    for section in _sections(markdown.replace("\r\n", "\n").replace("\r", "\n")):
+    markdown = without_data_uris(markdown.replace("\r\n", "\n").replace("\r", "\n"))
+    for section in _sections(markdown):
         if not section.has_body:
             continue
         for text in _pack(_blocks(section.lines), max_chars):
@@ -87,6 +115,37 @@ def _sections(markdown: str) -> list[_Section]:
         if line.strip():
             current.has_body = True
     return sections
+
+
+def without_data_uris(text: str) -> str:
+    """The text with every base64 data URI's payload replaced by an ellipsis."""
+    if "base64," not in text:
+        return text
+    return _DATA_URI.sub(r"\1…", text)
+
+
+def is_title(block: str) -> bool:
+    """A block that titles what follows without being a markdown heading: one short line,
+    numbered like a section ("10.4.5 404 Not Found"), or all in bold, or in capitals; not a
+    sentence (it does not end with . , ; or !)."""
+    line = block.strip()
+    if not line or "\n" in line or len(line) > _TITLE_MAX_CHARS or line[-1] in ".,;!|":
+        return False
+    if line.startswith(("#", "|", ">", "-", "*", "+", "`", "!")) and not _BOLD_TITLE.fullmatch(
+        line
+    ):
+        return False
+    if _BOLD_TITLE.fullmatch(line):
+        return True
+    if _NUMBERED_TITLE.fullmatch(line):
+        if ". " in line.split(maxsplit=1)[-1] or line.count(",") > 1:
+            return False  # sentences inside: a numbered reference or list item
+        # "2. Open the box" in a list is an item, not a title: a title is mostly capitalised
+        # words or names ("404 Not Found", "Scope", "Terms and definitions").
+        words = [word for word in line.split()[1:] if word[:1].isalpha()]
+        return bool(words) and words[0][:1].isupper() and len(line.split()) <= 12
+    letters = [character for character in line if character.isalpha()]
+    return len(letters) >= 4 and all(character.isupper() for character in letters)
 
 
 def _closes(marker: str, fence: str) -> bool:
@@ -145,20 +204,61 @@ def _blocks(lines: list[str]) -> list[str]:
 
 
 def _pack(blocks: list[str], max_chars: int) -> list[str]:
-    pieces: list[str] = []
+    # In a section over its size, each titled item is a passage of its own (see the module's
+    # docstring); a title always travels with the text after it.
+    oversize = sum(len(block) + 2 for block in blocks) > max_chars
+    pieces: list[tuple[str, bool, bool]] = []  # (text, is a title, is a definitions piece)
     for block in blocks:
-        pieces.extend(_split_block(block, max_chars) if len(block) > max_chars else [block])
+        if len(block) <= max_chars:
+            pieces.append((block, is_title(block), False))
+        elif oversize and _is_definition_list(block):
+            room = max(max_chars // 4, 50)
+            pieces.extend((piece, False, True) for piece in _split_lines(block.split("\n"), room))
+        else:
+            pieces.extend((piece, False, False) for piece in _split_block(block, max_chars))
     chunks: list[str] = []
     current = ""
-    for piece in pieces:
-        if current and len(current) + 2 + len(piece) > max_chars:
+    current_has_body = False
+    for index, (piece, title, definitions) in enumerate(pieces):
+        starts_item = current_has_body and (
+            definitions
+            or (
+                title
+                and oversize
+                and index + 1 < len(pieces)
+                # a short preamble joins the first item; a short item stays one of its own
+                and (len(current) >= max_chars // 16 or is_title(current.split("\n\n", 1)[0]))
+            )
+        )
+        if current and (len(current) + 2 + len(piece) > max_chars or starts_item):
+            carried = ""
+            if not starts_item:
+                # Titles at the end of the chunk go with the text they head.
+                kept = current.split("\n\n")
+                tail: list[str] = []
+                while len(kept) > 1 and is_title(kept[-1]):
+                    tail.insert(0, kept.pop())
+                if tail and len("\n\n".join([*tail, piece])) <= max_chars:
+                    current, carried = "\n\n".join(kept), "\n\n".join(tail)
             chunks.append(current)
-            current = piece
+            current = f"{carried}\n\n{piece}" if carried else piece
+            current_has_body = not title or bool(carried)
         else:
             current = f"{current}\n\n{piece}" if current else piece
+            current_has_body = current_has_body or not title
     if current.strip():
         chunks.append(current)
     return [chunk for chunk in chunks if chunk.strip()]
+
+
+def _is_definition_list(block: str) -> bool:
+    """A list most of whose items define a term ("- **404 Not Found**: the server ...")."""
+    lines = [line for line in block.split("\n") if line.strip()]
+    items = [line for line in lines if _DEFINITION_ITEM.match(line)]
+    if len(items) < 3 or len(items) * 2 < len(lines):
+        return False
+    # Short ones: long items (a JSON outline's records) are passages enough on their own.
+    return sum(len(line) for line in lines) <= _SHORT_DEFINITION_CHARS * len(items)
 
 
 def _split_block(block: str, max_chars: int) -> list[str]:

@@ -12,7 +12,9 @@ JSON: rendered as markdown that keeps its structure, so it chunks and searches w
   ``**key**: value`` items; at the top level, each member holding an object or an array of
   objects or arrays gets a ``## key`` section;
 * an array of objects is a table, one row per object (every object: no row cap) and one column
-  per key, nested objects flattened to ``parent.child`` columns (arrays of scalars joined with
+  per key (past ``RECORD_COLUMNS`` keys of which a third or more hold identifiers — hashes,
+  UUIDs, timestamps, URLs — one ``- **key**: value · **key**: value`` item per object instead,
+  so the value that means something is indexed beside its key), nested objects flattened to ``parent.child`` columns (arrays of scalars joined with
   ", ", deeper structures as compact JSON) — when that gives at most ``MAX_COLUMNS`` columns
   and is not bigger than the JSON it shows (sparse records read better as a list);
 * anything else is a nested list; an array of scalars is one item, so a matrix is one line per
@@ -59,6 +61,15 @@ from .tools import memory_left
 
 MAX_ROWS = 2_000
 MAX_COLUMNS = 100
+# Arrays of objects with more (flattened) keys than this are written as records, each value
+# beside its key, instead of a table (``_records``).
+RECORD_COLUMNS = 8
+# ... when at least this share of them holds identifiers (``_mostly_opaque``).
+OPAQUE_SHARE = 1 / 3
+_OPAQUE = re.compile(
+    r"[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|\d{9,}(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\d[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)?|[a-z][a-z0-9+.-]*://\S+"
+)
 MAX_DEPTH = 40
 # Past this size JSON is written as an outline (sections, then one compact JSON line per
 # item) rather than tables and nested lists: faster than reading the file as text.
@@ -301,6 +312,8 @@ def _table(objects: list[dict[str, Any]]) -> str:
             if len(columns) > MAX_COLUMNS:
                 return ""
     header = list(columns)
+    if len(header) > RECORD_COLUMNS and _mostly_opaque(rows, header):
+        return _records(rows)
     lines = [_table_line(header), "|" + "---|" * len(header)]
     lines.extend(_table_line([row.get(column, "") for column in header]) for row in rows)
     table = "\n".join(lines)
@@ -309,6 +322,34 @@ def _table(objects: list[dict[str, Any]]) -> str:
     if len(table) - len(lines[0]) - len(lines[1]) > len(orjson.dumps(objects)):
         return ""
     return table
+
+
+def _mostly_opaque(rows: list[dict[str, str]], header: list[str]) -> bool:
+    """Whether at least OPAQUE_SHARE of the columns hold identifiers (hashes, UUIDs, long
+    numbers, timestamps, URLs) in most of the first rows: a table of such values hides the one
+    that means something; a table of meaningful columns (an element table) stays a table."""
+    sample = rows[:20]
+    opaque = 0
+    for column in header:
+        values = [row.get(column, "") for row in sample]
+        if sum(1 for value in values if _OPAQUE.fullmatch(value)) * 2 > len(values):
+            opaque += 1
+    return opaque >= OPAQUE_SHARE * len(header)
+
+
+def _records(rows: list[dict[str, str]]) -> str:
+    """One list item per object, each value after its key ("- **name**: Gold · **symbol**:
+    Au"): in a wide table a value sits rows away from the header that says what it is, so a
+    search for it (and its embedding window) sees ids, hashes and dates without their names."""
+    lines = []
+    for row in rows:
+        pairs = (
+            f"**{escape_inline(_one_line(key))}**: {_one_line(value)}"
+            for key, value in row.items()
+            if value != ""
+        )
+        lines.append("- " + " · ".join(pairs))
+    return "\n".join(lines)
 
 
 def _table_line(cells: list[str]) -> str:
