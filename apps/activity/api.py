@@ -23,6 +23,7 @@ from apps.activity.rendering import (
     RUN,
     USER,
     conversation_to_dict,
+    run_attributes_to_dict,
     run_to_dict,
     step_to_dict,
     user_to_dict,
@@ -34,6 +35,7 @@ from apps.activity.serializers import (
     ConversationOut,
     IngestResultOut,
     MessageOut,
+    RunAttributesOut,
     RunOut,
     StepOut,
     UserOut,
@@ -42,7 +44,7 @@ from apps.activity.serializers import (
 from apps.activity.services import activity_record, auth_token_create
 from apps.activity.tracing import spans_record
 from apps.api.authentication import ApiKeyAuthentication, ServiceAgentKeyAuthentication
-from apps.api.pagination import PAGE_PARAMETERS
+from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response
@@ -77,7 +79,7 @@ class UserViewSet(AgentViewSet):
     error_statuses = {"retrieve": (404,)}
     openapi_tags = ["Users"]
 
-    @extend_schema(
+    @list_operation(
         summary="List users",
         description="Users observed by the Agent, most recently seen first.",
         parameters=PAGE_PARAMETERS + _filter_parameters(selectors.USER_FILTERS),
@@ -102,7 +104,7 @@ class ConversationViewSet(AgentViewSet):
     error_statuses = {"retrieve": (404,), "messages": (404,)}
     openapi_tags = ["Conversations"]
 
-    @extend_schema(
+    @list_operation(
         summary="List conversations",
         description="Conversation metadata, most recently updated first; message content "
         "comes from the messages operation.",
@@ -121,7 +123,7 @@ class ConversationViewSet(AgentViewSet):
         conversation = selectors.conversation_get(agent=self.agent, conversation_id=id)
         return json_response(conversation_to_dict(conversation))
 
-    @extend_schema(
+    @list_operation(
         summary="List a conversation's messages",
         description="Messages of a conversation of the Agent, oldest first.",
         parameters=ID_PARAMETER + PAGE_PARAMETERS,
@@ -133,12 +135,17 @@ class ConversationViewSet(AgentViewSet):
 
 
 class RunViewSet(AgentViewSet):
-    required_scopes = {"list": "runs:read", "retrieve": "runs:read", "steps": "runs:read"}
-    error_statuses = {"retrieve": (404,), "steps": (404,)}
-    extension_actions = ("steps",)
+    required_scopes = {
+        "list": "runs:read",
+        "retrieve": "runs:read",
+        "steps": "runs:read",
+        "attributes": "runs:read",
+    }
+    error_statuses = {"retrieve": (404,), "steps": (404,), "attributes": (404,)}
+    extension_actions = ("steps", "attributes")
     openapi_tags = ["Runs"]
 
-    @extend_schema(
+    @list_operation(
         summary="List runs",
         description="Model runs of the Agent, newest first.",
         parameters=PAGE_PARAMETERS + _filter_parameters(selectors.RUN_FILTERS),
@@ -154,6 +161,18 @@ class RunViewSet(AgentViewSet):
         return json_response(run_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
 
     @extend_schema(
+        summary="Retrieve a run's attributes (extension)",
+        description="The run's dimensions: `environment`, `release`, `tags` and `metadata`, "
+        "recorded from POST /v1/ingest run records or mapped from OpenTelemetry resource and "
+        'telemetry metadata attributes (docs/activity-recording.md, "Dimensions"). Each is '
+        "also a filter of GET /v1/runs and GET /v1/conversations.",
+        parameters=ID_PARAMETER,
+        responses={200: RunAttributesOut},
+    )
+    def attributes(self, request, id: str, agent_id: str | None = None):
+        return json_response(run_attributes_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
+
+    @list_operation(
         summary="List a run's steps (extension)",
         description="The steps of a run (its trace: model calls, tool calls, retrievals, "
         "custom spans), first started first; `parent_id` builds the tree. Recorded through "
@@ -219,7 +238,7 @@ class MeConversationViewSet(AgentViewSet):
     def end_user_id(self) -> str:
         return cast(str, self.credential.end_user_id)
 
-    @extend_schema(
+    @list_operation(
         summary="List my conversations (browser token, extension)",
         description="The conversations of the browser token's end user, most recently "
         "updated first. Browser tokens only (an API key is 403); CORS for the Agent's "
@@ -233,7 +252,7 @@ class MeConversationViewSet(AgentViewSet):
         )
         return self.paginated_shape(query, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION)
 
-    @extend_schema(
+    @list_operation(
         summary="List my conversation's messages (browser token, extension)",
         description="Messages of one of the token's end user's conversations, oldest first; "
         "another user's conversation is 404.",

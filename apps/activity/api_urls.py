@@ -28,6 +28,11 @@ routes: list[Route] = [
     ),
     Route("runs", RunViewSet.as_view({"get": "list"}), "run-list"),
     Route("runs/<str:id>", RunViewSet.as_view({"get": "retrieve"}), "run-detail"),
+    Route(
+        "runs/<str:id>/attributes",
+        RunViewSet.as_view({"get": "attributes"}),
+        "run-attributes",
+    ),
     Route("runs/<str:id>/steps", RunViewSet.as_view({"get": "steps"}), "run-steps"),
     Route("ingest", IngestViewSet.as_view({"post": "create"}), "activity-ingest"),
     # OTEL_EXPORTER_OTLP_ENDPOINT=<base>/v1/otlp: the exporter appends /v1/traces itself.

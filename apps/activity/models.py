@@ -266,9 +266,23 @@ class Run(TokenUsage):
     total_turn_latency_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # The run's dimensions (apps.activity.dimensions): not part of the contract's run object,
+    # served as their own object (GET /v1/runs/{id}/attributes) and as list filters.
+    environment = models.CharField(max_length=64, null=True, blank=True)
+    release = models.CharField(max_length=128, null=True, blank=True)
+    tags = models.JSONField(default=list, db_default=models.Value([], models.JSONField()))
+    metadata = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
 
     class Meta:
         indexes = [
+            # ?environment= and ?release= on the runs lists (GIN indexes for ?tag= and
+            # ?metadata=, migration 0013).
+            models.Index(
+                fields=["agent", "environment", "-created_at", "-id"], name="run_agent_env"
+            ),
+            models.Index(
+                fields=["agent", "release", "-created_at", "-id"], name="run_agent_release"
+            ),
             # GET /v1/runs, the Runs page and the Overview's date range: newest first.
             models.Index(fields=["agent", "-created_at", "-id"], name="run_agent_created"),
             # ?conversation_id= on the list, and the runs beside a transcript.

@@ -67,6 +67,7 @@ _RUN_FIELDS = (
     "request_id", "model_id", "effort", "sdk_version", "protocol_version", *STEP_TOTALS,
     "tool_names", "failed_tool_names", "component_kinds", "error_code", "first_chunk_at",
     "completed_at", "total_turn_latency_ms", "created_at",
+    "environment", "release", "tags", "metadata",
 )  # fmt: skip
 _RUN_STATE = (*_RUN_FIELDS, "user_id", "status")
 _STEP_FIELDS = (

@@ -544,8 +544,9 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         "id": trace_id,
         "conversation_id": conversation_id,
         "request_id": trace_id,
-        "sdk_version": (sdk or root["scope"] or "otlp")[:64],
+        "sdk_version": otlp.sdk_version(trace) or (sdk or root["scope"] or "otlp")[:64],
         "created_at": started,
+        **otlp.run_dimensions([root, fact.head, *trace]),
     }
     if user_id is not None:
         run["user_id"] = user_id
@@ -556,7 +557,7 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         run["completed_at"] = ended
         run["total_turn_latency_ms"] = (ended - started).total_seconds() * 1000
     if status == "failed":
-        run["error_code"] = (fields.get("error") or "error")[:255]
+        run["error_code"] = otlp.error_code(root)
     first_tokens = [
         (otlp.started_at(span), ms)
         for span in trace
