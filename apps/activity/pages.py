@@ -116,6 +116,14 @@ def _filters(
     return values, None
 
 
+def _dimension_choices(request: ConsoleRequest) -> dict:
+    """Suggestions for the environment and release filters, from the newest runs."""
+    return {
+        "environments": selectors.recent_run_values(agent=request.agent, field="environment"),
+        "releases": selectors.recent_run_values(agent=request.agent, field="release"),
+    }
+
+
 # --- Overview ------------------------------------------------------------------------------------
 
 
@@ -235,6 +243,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         "q": search,
         "statuses": RunStatus.values,
         "sources": Conversation.Source.values,
+        **_dimension_choices(request),
         "filtering": bool(filters or search),
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
@@ -379,6 +388,7 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         "page": page,
         "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
         "error_codes": selectors.recent_run_values(agent=request.agent, field="error_code"),
+        **_dimension_choices(request),
         "error": error or page_error,
         "statuses": RunStatus.values,
         "filtering": bool(filters),

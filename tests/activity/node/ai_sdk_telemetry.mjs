@@ -6,6 +6,7 @@ import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { resourceFromAttributes } from '@opentelemetry/resources';
 import { z } from 'zod';
 
 const usage = (input, output) => ({
@@ -40,7 +41,13 @@ const model = new MockLanguageModelV3({
   ],
 });
 
+// Optional JSON of resource attributes (deployment.environment.name, service.version, ...) and
+// of extra telemetry metadata (tier, tags, ...).
+const resource = JSON.parse(process.env.RESOURCE_ATTRIBUTES || '{}');
+const extraMetadata = JSON.parse(process.env.EXTRA_METADATA || '{}');
+
 const provider = new NodeTracerProvider({
+  resource: resourceFromAttributes({ 'service.name': 'ai-sdk-test', ...resource }),
   spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
 });
 provider.register();
@@ -59,7 +66,7 @@ const result = streamText({
   experimental_telemetry: {
     isEnabled: true,
     functionId: 'support-chat',
-    metadata: { conversationId: process.env.CONVERSATION_ID, userId: 'customer-7' },
+    metadata: { conversationId: process.env.CONVERSATION_ID, userId: 'customer-7', ...extraMetadata },
   },
 });
 const text = await result.text;
