@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from apps.activity import otlp
+from apps.activity import analytics, otlp
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
 from apps.activity.recording import Unit, Wanted, new_row, step_bounded, values_insert
 from apps.common.errors import BadRequest
@@ -279,6 +279,10 @@ def _steps_write(steps: list[dict[str, Any]], *, stored: dict) -> None:
             values_insert(RunStep, new)
     except IntegrityError:
         again = steps
+    agent_id = steps[0]["agent_id"] if steps else ""
+    # The analytics rollup: every step as written in, the rewritten ones as they were out.
+    before = analytics.steps_stored_values(agent_id, [step["id"] for step in again])
+    analytics.steps_recorded(agent_id, steps, before)
     if not again:
         return
     RunStep.objects.bulk_create(
