@@ -11,8 +11,11 @@ dimensions of issue 36 spread so that the filtered values are common and rare al
 - environment production / staging / dev (80 / 15 / 5 %), release one of 50 (2 %),
 - tags: `vip` on 1 % of runs, `beta` on 30 %, metadata `tier` gold / free (10 / 90 %) and a
   `seats` number,
-- model one of 3, tool `search_knowledge` on a third, status failed on 20 %, error code
-  `tool_error` on 20 % and `TimeoutError` on 0.1 %.
+- model one of 3, tool `search_knowledge` on a third, status failed on 20 %, the failed runs'
+  error code `tool_error`, or `TimeoutError` for 0.1 % of all runs;
+
+each drawn independently (a hash of the run number and a salt per dimension), as the planner
+assumes they are.
 
 Each case is requested `--requests` times (after five warm-up requests) through Django's test
 client — key authentication, the Redis rate limiter and the compiled list SQL, as a request
@@ -96,6 +99,12 @@ def fill(runs: int) -> None:
         for table in ("activity_message", "activity_run", "activity_conversation",
                       "activity_enduser"):  # fmt: skip
             cursor.execute(f"DELETE FROM {table} WHERE agent_id = %s", [AGENT])
+        # pg_temp.h(g, salt): an independent pseudo-random number per run and salt, so two filters'
+        # values are as independent in the data as the planner assumes.
+        cursor.execute(
+            "CREATE OR REPLACE FUNCTION pg_temp.h(g bigint, salt text) RETURNS bigint "
+            "LANGUAGE sql IMMUTABLE AS $$ SELECT abs(hashtext(salt || g)::bigint) $$"
+        )
         cursor.execute(
             "INSERT INTO activity_enduser (id, agent_id, identity_type, first_seen_at, "
             "last_seen_at) SELECT 'usr_f' || u, %(agent)s, 'user', %(anchor)s, %(anchor)s "
@@ -121,12 +130,12 @@ def fill(runs: int) -> None:
             "tags, metadata) "
             "SELECT 'run_f' || g, %(agent)s, 'conv_f' || ((g - 1) / 10), "
             "'usr_f' || (((g - 1) / 10) %% 1000), 'req_' || g, "
-            "CASE WHEN g %% 5 = 3 THEN 'failed' ELSE 'completed' END, "
-            "(ARRAY['gpt-4.1-mini','claude-sonnet-4','gemini-2.5-flash'])[g %% 3 + 1], "
+            "CASE WHEN pg_temp.h(g, 's') %% 5 = 3 THEN 'failed' ELSE 'completed' END, "
+            "(ARRAY['gpt-4.1-mini','claude-sonnet-4','gemini-2.5-flash'])[pg_temp.h(g, 'm') %% 3 + 1], "
             "'5.0.12', 1, 1200, 200, 1400, 0, 0, 0.4, "
-            "CASE WHEN g %% 3 = 0 THEN '[\"search_knowledge\"]' ELSE '[]' END::jsonb, '[]', "
-            "'[]', '[]', CASE WHEN g %% 1000 = 3 THEN 'TimeoutError' "
-            "WHEN g %% 5 = 3 THEN 'tool_error' END, "
+            "CASE WHEN pg_temp.h(g, 'k') %% 3 = 0 THEN '[\"search_knowledge\"]' ELSE '[]' END::jsonb, "
+            "'[]', '[]', '[]', CASE WHEN pg_temp.h(g, 's') %% 5 <> 3 THEN NULL "
+            "WHEN pg_temp.h(g, 'x') %% 200 = 0 THEN 'TimeoutError' ELSE 'tool_error' END, "
             + RUN_AT
             + ", "
             + RUN_AT
@@ -134,12 +143,12 @@ def fill(runs: int) -> None:
             + RUN_AT
             + ", "
             + RUN_AT
-            + ", CASE WHEN g %% 20 < 16 THEN 'production' WHEN g %% 20 < 19 THEN 'staging' "
-            "ELSE 'dev' END, 'r' || ((g * 7) %% 50), "
-            "(CASE WHEN g %% 100 = 7 THEN '[\"vip\"]' ELSE '[]' END)::jsonb "
-            "|| (CASE WHEN g %% 10 < 3 THEN '[\"beta\"]' ELSE '[]' END)::jsonb, "
-            "jsonb_build_object('tier', CASE WHEN g %% 10 = 1 THEN 'gold' ELSE 'free' END, "
-            "'seats', g %% 40) "
+            + ", CASE WHEN pg_temp.h(g, 'e') %% 20 < 16 THEN 'production' WHEN pg_temp.h(g, 'e') %% 20 < 19 "
+            "THEN 'staging' ELSE 'dev' END, 'r' || (pg_temp.h(g, 'r') %% 50), "
+            "(CASE WHEN pg_temp.h(g, 'v') %% 100 = 7 THEN '[\"vip\"]' ELSE '[]' END)::jsonb "
+            "|| (CASE WHEN pg_temp.h(g, 'b') %% 10 < 3 THEN '[\"beta\"]' ELSE '[]' END)::jsonb, "
+            "jsonb_build_object('tier', CASE WHEN pg_temp.h(g, 't') %% 10 = 1 THEN 'gold' ELSE 'free' "
+            "END, 'seats', pg_temp.h(g, 'n') %% 40) "
             "FROM generate_series(1, %(n)s) g",
             params,
         )
