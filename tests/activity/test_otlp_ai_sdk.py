@@ -39,6 +39,7 @@ def run_ai_sdk(
     conversation_id: str,
     resource: dict | None = None,
     metadata: dict | None = None,
+    call: str = "streamText",
 ) -> dict:
     if NODE is None or not (NODE_DIR / "node_modules" / "ai").exists():
         pytest.fail("Node and tests/activity/node/node_modules are needed: run `make test` "
@@ -52,6 +53,7 @@ def run_ai_sdk(
         "CONVERSATION_ID": conversation_id,
         "RESOURCE_ATTRIBUTES": orjson.dumps(resource or {}).decode(),
         "EXTRA_METADATA": orjson.dumps(metadata or {}).decode(),
+        "AI_CALL": call,
         # A loaded 2-core machine: the exporter's 10 s default is too short to be sure.
         "OTEL_EXPORTER_OTLP_TIMEOUT": "60000",
     }
@@ -120,6 +122,7 @@ def test_the_ai_sdk_run_carries_its_version_environment_release_tags_and_metadat
         conversation_id="chat-8",
         resource={"deployment.environment.name": "production", "service.version": "2.3.0"},
         metadata={"tier": "gold", "seats": 5, "tags": ["vip", "beta"]},
+        call="generateText",  # it puts the SDK's user agent, ai/<version>, in its telemetry
     )
     (run,) = reader.get("/v1/runs").json()["data"]
     version = orjson.loads((NODE_DIR / "node_modules" / "ai" / "package.json").read_bytes())
