@@ -19,7 +19,7 @@ same advisory locks: a recording holds one stripe of its Agent for both).
 
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -98,7 +98,7 @@ def run_values(run: Any) -> dict[str, Any]:
     return {name: getattr(run, name) for name in RUN_FIELDS}
 
 
-def steps_recorded(agent_id: str, steps: list[Mapping], before: list[Mapping]) -> None:
+def steps_recorded(agent_id: str, steps: Sequence[Mapping], before: Sequence[Mapping]) -> None:
     """The rollup's differences for steps written as field values (OTLP): each as it is now
     in, each as it was (`steps_stored_values`, read before the write) out."""
     delta = Delta()

@@ -4,7 +4,7 @@ Thin: the same selectors and filter rules as the API; HTMX requests get the tabl
 A bad filter or cursor shows its message above the table instead of an error page.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -252,12 +252,14 @@ def performance(request: ConsoleRequest) -> HttpResponse:
         narrower = {filter_name: row.key} if filter_name and row.key else {}
         link = runs_url(request.agent.pk, **period, **narrower) if narrower else None
         p50, p95, p99 = row.latency()
-        series: dict[str, list[float | None]] = {"p50": [], "p95": []}
-        for day in day_list:
-            figures = row.days.get(day)
-            day_p50, day_p95 = percentiles(figures[2], (50, 95)) if figures else (None, None)
-            series["p50"].append(day_p50)
-            series["p95"].append(day_p95)
+        daily = [
+            percentiles(row.days[day][2], (50, 95)) if day in row.days else [None, None]
+            for day in day_list
+        ]
+        series: dict[str, Sequence[float | None]] = {
+            "p50": [pair[0] for pair in daily],
+            "p95": [pair[1] for pair in daily],
+        }
         day_links = [
             runs_url(request.agent.pk, **narrower, **{"from": day.isoformat(),
                                                        "to": day.isoformat()})
