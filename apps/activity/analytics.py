@@ -116,66 +116,91 @@ def steps_stored_values(agent_id: str, ids: list[str]) -> list[dict[str, Any]]:
     return list(RunStep.objects.filter(agent_id=agent_id, id__in=ids).values(*STEP_FIELDS))
 
 
-# The usage rollup's stripe claim (apps.usage.services.rollup_stripe), the same locks: tried,
-# never waited for; in a transaction that already holds one, the same stripe again.
-_STRIPE_CLAIM_SQL = (
-    "SELECT stripe FROM (SELECT (%s + i) %% %s AS stripe FROM generate_series(0, %s - 1) AS i) "
-    "AS stripes WHERE pg_try_advisory_xact_lock(%s::integer, stripe::integer) LIMIT 1"
-)
-
-
-def _stripe(agent_id: str) -> int:
+def _own_stripe() -> int:
     if connection.vendor != "postgresql":
         return 0
     connection.ensure_connection()
-    own = connection.connection.info.backend_pid % ROLLUP_STRIPES
-    key = zlib.crc32(agent_id.encode()) - (1 << 31)
-    with connection.cursor() as cursor:
-        cursor.execute(_STRIPE_CLAIM_SQL, [own, ROLLUP_STRIPES, ROLLUP_STRIPES, key])
-        row = cursor.fetchone()
-    return own if row is None else row[0]
+    return connection.connection.info.backend_pid % ROLLUP_STRIPES
 
 
-def _upsert(table: str, keys: tuple[str, ...], counters: tuple[str, ...], rows: list) -> None:
-    columns = (*keys, *counters)
-    values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(rows))
-    additions = ", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in counters)
-    sql = (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values} "  # noqa: S608
-        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {additions}"
+def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[str, ...], rows: int,
+                stripe_sql: str) -> str:  # fmt: skip
+    """An upsert of `rows` rows of (keys..., counters...) adding the counters, into the stripe
+    `stripe_sql` names. Names are the constants of `rollup_apply`, never input."""
+    quote = connection.ops.quote_name
+    width = len(keys) + len(counters)
+    values = ", ".join(["(" + ", ".join(["%s"] * width) + ")"] * rows)
+    aliases = [f"v{index}" for index in range(width)]
+    selected = [f"{alias}::{kind}" for alias, (_name, kind) in zip(aliases, keys, strict=False)]
+    selected.insert(len(keys), stripe_sql)
+    selected += [f"{alias}::bigint" for alias in aliases[len(keys) :]]
+    columns = [quote(name) for name, _kind in keys] + ["stripe"] + [quote(c) for c in counters]
+    conflict = ", ".join([quote(name) for name, _kind in keys] + ["stripe"])
+    additions = ", ".join(
+        f"{quote(c)} = {table}.{quote(c)} + excluded.{quote(c)}" for c in counters
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [value for row in rows for value in row])
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(selected)} "  # noqa: S608
+        f"FROM (VALUES {values}) AS v({', '.join(aliases)}) "
+        f"ON CONFLICT ({conflict}) DO UPDATE SET {additions}"
+    )
 
 
 _COUNTERS = ("count", "failed", *TOKENS)
+_KEYS = [("agent_id", "text"), ("group", "text"), ("day", "date"), ("key", "text")]
 
 
 def rollup_apply(agent_id: str, delta: Delta) -> None:
-    """Add `delta` to the Agent's rows of one stripe, in key order (two recordings lock the
-    rows they share in the same order); rows left holding nothing are removed."""
+    """Add `delta` to the Agent's rows of one stripe — the first of its stripes no other
+    recording in flight holds, claimed with the usage rollup's advisory locks — in one
+    statement on PostgreSQL (the claim and both upserts), rows in key order (two recordings
+    lock the rows they share in the same order); rows left holding nothing are removed."""
     counters = sorted((key, values) for key, values in delta.counters.items() if any(values))
     buckets = sorted((key, value) for key, value in delta.buckets.items() if value)
     if not counters and not buckets:
         return
-    stripe = _stripe(agent_id)
-    quote = connection.ops.quote_name
-    if counters:
-        _upsert(
-            Rollup._meta.db_table,
-            ("agent_id", quote("group"), "day", quote("key"), "stripe"),
-            tuple(quote(name) for name in _COUNTERS),
-            [[agent_id, group, day, key, stripe, *values]
-             for (group, key, day), values in counters],
-        )  # fmt: skip
-    if buckets:
-        _upsert(
-            RollupLatency._meta.db_table,
-            ("agent_id", quote("group"), "day", quote("key"), "bucket", "stripe"),
-            (quote("count"),),
-            [[agent_id, group, day, key, bucket, stripe, value]
-             for (group, key, day, bucket), value in buckets],
-        )  # fmt: skip
+    counter_rows = [[agent_id, group, day, key, *values] for (group, key, day), values in counters]
+    bucket_rows = [[agent_id, group, day, key, bucket, value]
+                   for (group, key, day, bucket), value in buckets]  # fmt: skip
+    own = _own_stripe()
+    if connection.vendor == "postgresql":
+        lock = zlib.crc32(agent_id.encode()) - (1 << 31)
+        parts = [
+            "WITH claimed AS (SELECT coalesce((SELECT stripe FROM (SELECT (%s + i) %% %s AS "
+            "stripe FROM generate_series(0, %s - 1) AS i) AS stripes WHERE "
+            "pg_try_advisory_xact_lock(%s::integer, stripe::integer) LIMIT 1), %s) AS stripe)"
+        ]
+        params: list[Any] = [own, ROLLUP_STRIPES, ROLLUP_STRIPES, lock, own]
+        stripe_sql = "(SELECT stripe FROM claimed)::smallint"
+        if counter_rows:
+            sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTERS, len(counter_rows),
+                              stripe_sql)  # fmt: skip
+            parts.append(f", counters AS ({sql})")
+            params += [value for row in counter_rows for value in row]
+        if bucket_rows:
+            sql = _insert_sql(RollupLatency._meta.db_table, [*_KEYS, ("bucket", "smallint")],
+                              ("count",), len(bucket_rows), stripe_sql)  # fmt: skip
+            parts.append(f", latency AS ({sql})")
+            params += [value for row in bucket_rows for value in row]
+        parts.append(" SELECT stripe FROM claimed")
+        with connection.cursor() as cursor:
+            cursor.execute("".join(parts), params)
+            stripe = cursor.fetchone()[0]
+    else:
+        stripe = own
+        for (group, key, day), values in counters:
+            row, _ = Rollup.objects.get_or_create(
+                agent_id=agent_id, group=group, day=day, key=key, stripe=stripe
+            )
+            for name, value in zip(_COUNTERS, values, strict=True):
+                setattr(row, name, getattr(row, name) + value)
+            row.save()
+        for (group, key, day, bucket), value in buckets:
+            latency, _ = RollupLatency.objects.get_or_create(
+                agent_id=agent_id, group=group, day=day, key=key, bucket=bucket, stripe=stripe
+            )
+            latency.count += value
+            latency.save()
     if any(values[0] < 0 for _key, values in counters):
         Rollup.objects.filter(
             agent_id=agent_id, stripe=stripe, count=0, failed=0, input_tokens=0,
