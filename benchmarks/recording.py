@@ -2,7 +2,7 @@
 
     uv run python benchmarks/recording.py [--seconds 10] [--clients 16] [--batch 100]
         [--step-runs 10] [--steps-per-run 99] [--otlp-traces 100] [--spans-per-trace 10]
-        [--rounds 3] [--waits] [--only CASE ...] [--tiny]
+        [--rounds 3] [--waits] [--only CASE ...] [--tiny] [--dimensions none|otlp|all]
 
 Starts the service as the README runs it in production (gunicorn, 2 workers x 4 threads, on
 loopback) against a database of its own (RECORDING_DATABASE_URL, default
@@ -138,7 +138,16 @@ def prepare(clients: int) -> list[dict]:
 # --- request bodies ------------------------------------------------------------------------------
 
 
+# `--dimensions`: what each run carries of issue 36's dimensions (docs/activity-recording.md,
+# "Dimensions"). "otlp" puts them in the OTLP traces only (a tree without them ignores them, so
+# before and after take the same bodies); "all" in the /v1/ingest run records too.
+DIMENSIONS = "none"
+RUN_DIMENSIONS = {"environment": "production", "release": "1.4.2", "tags": ["vip", "beta"],
+                  "metadata": {"tier": "gold", "seats": 12}}  # fmt: skip
+
+
 def run_records(conversation: str, count: int) -> list[dict]:
+    extra = RUN_DIMENSIONS if DIMENSIONS == "all" else {}
     now = time.time()
     created = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - 3)) + "Z"
     completed = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + "Z"
@@ -147,7 +156,8 @@ def run_records(conversation: str, count: int) -> list[dict]:
          "request_id": unique("req"), "status": "completed", "model_id": "gpt-4.1-mini",
          "sdk_version": "5.0.12", "input_tokens": 1830, "output_tokens": 212,
          "total_tokens": 2042, "credits_charged": 0.42, "tool_names": ["lookup_order"],
-         "created_at": created, "completed_at": completed, "total_turn_latency_ms": 2870}
+         "created_at": created, "completed_at": completed, "total_turn_latency_ms": 2870,
+         **extra}
         for _ in range(count)
     ]  # fmt: skip
 
@@ -202,6 +212,11 @@ def otlp_body(conversation: str, traces: int, spans: int) -> bytes:
             telemetry__sdk__version="1.45.1",
         )  # fmt: skip
     )
+    dimensions = DIMENSIONS in ("otlp", "all")
+    if dimensions:
+        resource_spans.resource.attributes.extend(
+            attributes(deployment__environment__name="production", service__version="1.4.2")
+        )
     scope = resource_spans.scope_spans.add()
     scope.scope.name = "benchmarks.recording"
     start = time.time_ns() - 3_000_000_000
@@ -221,6 +236,14 @@ def otlp_body(conversation: str, traces: int, spans: int) -> bytes:
                     gen_ai__conversation__id=conversation,
                     gen_ai__input__messages='[{"role":"user","content":"Where is my refund?"}]',
                     gen_ai__output__messages='[{"role":"assistant","content":"On its way."}]',
+                )
+                + (
+                    [
+                        KeyValue(key=f"ai.telemetry.metadata.{key}", value=AnyValue(string_value=v))
+                        for key, v in (("tier", "gold"), ("plan", "team"))
+                    ]
+                    if dimensions
+                    else []
                 ),
             )  # fmt: skip
         )
@@ -567,9 +590,17 @@ def main() -> None:
     parser.add_argument(
         "--waits", action="store_true", help="sample pg_stat_activity's wait events per case"
     )
+    parser.add_argument(
+        "--dimensions",
+        choices=("none", "otlp", "all"),
+        default="none",
+        help="run dimensions in the OTLP traces (otlp), and in the ingest run records (all)",
+    )
     parser.add_argument("--only", nargs="*", help="run the cases whose name has these words")
     parser.add_argument("--tiny", action="store_true", help="every case, a moment, small sizes")
     args = parser.parse_args()
+    global DIMENSIONS
+    DIMENSIONS = args.dimensions
     if args.tiny:
         args.seconds, args.clients, args.batch = 0.5, 2, 5
         args.step_runs, args.steps_per_run, args.otlp_traces, args.spans_per_trace = 2, 5, 2, 5

@@ -8,6 +8,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -16,13 +17,14 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
-from apps.activity import otlp, selectors
+from apps.activity import analytics, otlp, selectors
 from apps.activity.rendering import (
     CONVERSATION,
     MESSAGE,
     RUN,
     USER,
     conversation_to_dict,
+    run_attributes_to_dict,
     run_to_dict,
     step_to_dict,
     user_to_dict,
@@ -34,6 +36,7 @@ from apps.activity.serializers import (
     ConversationOut,
     IngestResultOut,
     MessageOut,
+    RunAttributesOut,
     RunOut,
     StepOut,
     UserOut,
@@ -42,7 +45,7 @@ from apps.activity.serializers import (
 from apps.activity.services import activity_record, auth_token_create
 from apps.activity.tracing import spans_record
 from apps.api.authentication import ApiKeyAuthentication, ServiceAgentKeyAuthentication
-from apps.api.pagination import PAGE_PARAMETERS
+from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response
@@ -77,7 +80,7 @@ class UserViewSet(AgentViewSet):
     error_statuses = {"retrieve": (404,)}
     openapi_tags = ["Users"]
 
-    @extend_schema(
+    @list_operation(
         summary="List users",
         description="Users observed by the Agent, most recently seen first.",
         parameters=PAGE_PARAMETERS + _filter_parameters(selectors.USER_FILTERS),
@@ -102,7 +105,7 @@ class ConversationViewSet(AgentViewSet):
     error_statuses = {"retrieve": (404,), "messages": (404,)}
     openapi_tags = ["Conversations"]
 
-    @extend_schema(
+    @list_operation(
         summary="List conversations",
         description="Conversation metadata, most recently updated first; message content "
         "comes from the messages operation.",
@@ -121,7 +124,7 @@ class ConversationViewSet(AgentViewSet):
         conversation = selectors.conversation_get(agent=self.agent, conversation_id=id)
         return json_response(conversation_to_dict(conversation))
 
-    @extend_schema(
+    @list_operation(
         summary="List a conversation's messages",
         description="Messages of a conversation of the Agent, oldest first.",
         parameters=ID_PARAMETER + PAGE_PARAMETERS,
@@ -133,12 +136,17 @@ class ConversationViewSet(AgentViewSet):
 
 
 class RunViewSet(AgentViewSet):
-    required_scopes = {"list": "runs:read", "retrieve": "runs:read", "steps": "runs:read"}
-    error_statuses = {"retrieve": (404,), "steps": (404,)}
-    extension_actions = ("steps",)
+    required_scopes = {
+        "list": "runs:read",
+        "retrieve": "runs:read",
+        "steps": "runs:read",
+        "attributes": "runs:read",
+    }
+    error_statuses = {"retrieve": (404,), "steps": (404,), "attributes": (404,)}
+    extension_actions = ("steps", "attributes")
     openapi_tags = ["Runs"]
 
-    @extend_schema(
+    @list_operation(
         summary="List runs",
         description="Model runs of the Agent, newest first.",
         parameters=PAGE_PARAMETERS + _filter_parameters(selectors.RUN_FILTERS),
@@ -154,6 +162,18 @@ class RunViewSet(AgentViewSet):
         return json_response(run_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
 
     @extend_schema(
+        summary="Retrieve a run's attributes (extension)",
+        description="The run's dimensions: `environment`, `release`, `tags` and `metadata`, "
+        "recorded from POST /v1/ingest run records or mapped from OpenTelemetry resource and "
+        'telemetry metadata attributes (docs/activity-recording.md, "Dimensions"). Each is '
+        "also a filter of GET /v1/runs and GET /v1/conversations.",
+        parameters=ID_PARAMETER,
+        responses={200: RunAttributesOut},
+    )
+    def attributes(self, request, id: str, agent_id: str | None = None):
+        return json_response(run_attributes_to_dict(selectors.run_get(agent=self.agent, run_id=id)))
+
+    @list_operation(
         summary="List a run's steps (extension)",
         description="The steps of a run (its trace: model calls, tool calls, retrievals, "
         "custom spans), first started first; `parent_id` builds the tree. Recorded through "
@@ -166,6 +186,73 @@ class RunViewSet(AgentViewSet):
     def steps(self, request, id: str, agent_id: str | None = None):
         steps = selectors.step_list(agent=self.agent, run_id=id)
         return self.paginated(steps, keyset=selectors.STEP_KEYSET, render=step_to_dict)
+
+
+_ANALYTICS_PARAMETERS = [
+    OpenApiParameter("from", OpenApiTypes.DATE, description="First UTC day (default: 29 days "
+                     "before `to`)."),
+    OpenApiParameter("to", OpenApiTypes.DATE, description="Last UTC day (default: today); at "
+                     "most 366 days in all."),
+    OpenApiParameter("by_day", OpenApiTypes.BOOL, description="Also each day's figures."),
+]  # fmt: skip
+
+
+class AnalyticsViewSet(AgentViewSet):
+    """GET /v1/analytics/steps and /v1/analytics/runs: figures per tool, model, step name,
+    environment or release, from the rollup the recording keeps (apps.activity.analytics)."""
+
+    required_scopes = {"steps": "runs:read", "runs": "runs:read"}
+    extension_actions = ("steps", "runs")
+    openapi_tags = ["Analytics"]
+
+    def _answer(self, request, *, groups: tuple[str, ...], subject: str):
+        query = analytics.query_parse(
+            request.query_params, groups=groups, today=timezone.now().date()
+        )
+        rows = analytics.rollup_read(
+            agent_id=self.agent.pk,
+            group=query.group,
+            first_day=query.first_day,
+            last_day=query.last_day,
+            by_day=query.by_day,
+        )
+        return json_response(
+            {
+                "object": f"{subject}_analytics",
+                "group": query.group,
+                "from": query.first_day.isoformat(),
+                "to": query.last_day.isoformat(),
+                "data": [analytics.figures_to_dict(row, by_day=query.by_day) for row in rows],
+            }
+        )
+
+    @extend_schema(
+        summary="Step analytics (extension)",
+        description="Per tool, model or step name (`group`) over a period of UTC days: how "
+        "many steps, how many failed and the error rate, p50/p95/p99 duration (from a "
+        "histogram: within 4.5 %) and tokens, most steps first; `by_day` adds each day's. "
+        "Read from a daily rollup the recording keeps exact, never from the steps.",
+        parameters=[
+            OpenApiParameter("group", OpenApiTypes.STR, enum=list(analytics.STEP_GROUPS)),
+            *_ANALYTICS_PARAMETERS,
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def steps(self, request, agent_id: str | None = None):
+        return self._answer(request, groups=analytics.STEP_GROUPS, subject="step")
+
+    @extend_schema(
+        summary="Run analytics (extension)",
+        description='Per environment or release (`group`; runs without one under ""): the '
+        "same figures as step analytics, latency being the run's turn latency.",
+        parameters=[
+            OpenApiParameter("group", OpenApiTypes.STR, enum=list(analytics.RUN_GROUPS)),
+            *_ANALYTICS_PARAMETERS,
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def runs(self, request, agent_id: str | None = None):
+        return self._answer(request, groups=analytics.RUN_GROUPS, subject="run")
 
 
 class AuthTokenViewSet(AgentViewSet):
@@ -219,7 +306,7 @@ class MeConversationViewSet(AgentViewSet):
     def end_user_id(self) -> str:
         return cast(str, self.credential.end_user_id)
 
-    @extend_schema(
+    @list_operation(
         summary="List my conversations (browser token, extension)",
         description="The conversations of the browser token's end user, most recently "
         "updated first. Browser tokens only (an API key is 403); CORS for the Agent's "
@@ -233,7 +320,7 @@ class MeConversationViewSet(AgentViewSet):
         )
         return self.paginated_shape(query, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION)
 
-    @extend_schema(
+    @list_operation(
         summary="List my conversation's messages (browser token, extension)",
         description="Messages of one of the token's end user's conversations, oldest first; "
         "another user's conversation is 404.",

@@ -1,6 +1,7 @@
 """Routes of this app under /v1, served in both forms by config.api_urls."""
 
 from apps.activity.api import (
+    AnalyticsViewSet,
     AuthTokenViewSet,
     ConversationViewSet,
     IngestViewSet,
@@ -28,7 +29,14 @@ routes: list[Route] = [
     ),
     Route("runs", RunViewSet.as_view({"get": "list"}), "run-list"),
     Route("runs/<str:id>", RunViewSet.as_view({"get": "retrieve"}), "run-detail"),
+    Route(
+        "runs/<str:id>/attributes",
+        RunViewSet.as_view({"get": "attributes"}),
+        "run-attributes",
+    ),
     Route("runs/<str:id>/steps", RunViewSet.as_view({"get": "steps"}), "run-steps"),
+    Route("analytics/steps", AnalyticsViewSet.as_view({"get": "steps"}), "analytics-steps"),
+    Route("analytics/runs", AnalyticsViewSet.as_view({"get": "runs"}), "analytics-runs"),
     Route("ingest", IngestViewSet.as_view({"post": "create"}), "activity-ingest"),
     # OTEL_EXPORTER_OTLP_ENDPOINT=<base>/v1/otlp: the exporter appends /v1/traces itself.
     Route("otlp/v1/traces", OtlpTracesViewSet.as_view({"post": "create"}), "otlp-traces"),

@@ -266,9 +266,23 @@ class Run(TokenUsage):
     total_turn_latency_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # The run's dimensions (apps.activity.dimensions): not part of the contract's run object,
+    # served as their own object (GET /v1/runs/{id}/attributes) and as list filters.
+    environment = models.CharField(max_length=64, null=True, blank=True)
+    release = models.CharField(max_length=128, null=True, blank=True)
+    tags = models.JSONField(default=list, db_default=models.Value([], models.JSONField()))
+    metadata = models.JSONField(default=dict, db_default=models.Value({}, models.JSONField()))
 
     class Meta:
         indexes = [
+            # ?environment= and ?release= on the runs lists (GIN indexes for ?tag= and
+            # ?metadata=, migration 0013).
+            models.Index(
+                fields=["agent", "environment", "-created_at", "-id"], name="run_agent_env"
+            ),
+            models.Index(
+                fields=["agent", "release", "-created_at", "-id"], name="run_agent_release"
+            ),
             # GET /v1/runs, the Runs page and the Overview's date range: newest first.
             models.Index(fields=["agent", "-created_at", "-id"], name="run_agent_created"),
             # ?conversation_id= on the list, and the runs beside a transcript.
@@ -446,4 +460,53 @@ class PendingSpan(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(fields=["agent", "span_id"], name="pending_span_agent_span"),
+        ]
+
+
+class Rollup(models.Model):
+    """Daily analytics of steps and runs per group (apps.activity.analytics): how many, how many
+    failed and their tokens, per Agent, UTC day, group and key — steps by tool, model and step
+    name, runs by environment and release. Written with the recording as differences, so the
+    analytics never scan the steps; split in stripes like the usage rollup (a recording adds to
+    a stripe no other recording of the Agent in flight holds; readers sum them)."""
+
+    row = models.BigAutoField(primary_key=True)
+    agent = agent_field()
+    day = models.DateField()
+    group = models.CharField(max_length=12)  # analytics.GROUPS
+    key = models.CharField(max_length=255)  # "" when the run has no environment / release
+    stripe = models.PositiveSmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+    failed = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "group", "day", "key", "stripe"], name="rollup_agent_group_day"
+            ),
+        ]
+
+
+class RollupLatency(models.Model):
+    """How many of a Rollup row's steps (runs) took a latency in one bucket of the histogram of
+    apps.common.latency: percentiles over any period, without the steps."""
+
+    row = models.BigAutoField(primary_key=True)
+    agent = agent_field()
+    day = models.DateField()
+    group = models.CharField(max_length=12)
+    key = models.CharField(max_length=255)
+    bucket = models.PositiveSmallIntegerField()
+    stripe = models.PositiveSmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "group", "day", "key", "bucket", "stripe"],
+                name="rollup_latency_agent_group_day",
+            ),
         ]

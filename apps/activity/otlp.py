@@ -36,6 +36,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from apps.activity import dimensions
 from apps.common.errors import (
     BadRequest,
     PayloadTooLarge,
@@ -327,7 +328,8 @@ def _attributes(attributes) -> dict[str, Any]:
 
 
 _RESOURCE_KEPT = ("service.name", "telemetry.sdk.name", "telemetry.sdk.language",
-                  "telemetry.sdk.version")  # fmt: skip
+                  "telemetry.sdk.version", "service.version", "deployment.environment",
+                  "deployment.environment.name")  # fmt: skip
 
 
 def _resource_kept(resource: dict[str, Any]) -> dict[str, Any]:
@@ -702,4 +704,93 @@ def _message_text(message: dict) -> str | None:
             if isinstance(part, dict) and part.get("type") == "text"
         ]
         return "\n".join(text for text in texts if isinstance(text, str)) or None
+    return None
+
+
+# --- A run's dimensions, error code and SDK (docs/activity-recording.md, "Dimensions") -------
+
+_METADATA_PREFIX = "ai.telemetry.metadata."
+# Telemetry metadata already mapped to a field of its own (the run's conversation and user, its
+# tags, environment and release): not repeated in the run's metadata.
+_METADATA_MAPPED = frozenset({"conversationId", "conversation_id", "chatId", "userId", "user_id",
+                              "tags", "environment", "release"})  # fmt: skip
+_AI_SDK_AGENT = re.compile(r"(?:^|\s)ai/([0-9][0-9A-Za-z.+-]*)")
+
+
+def _resource_text(span: SpanData, *names: str) -> str | None:
+    for name in names:
+        value = span["resource"].get(name)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return None
+
+
+def run_dimensions(spans: list[SpanData]) -> dict[str, Any]:
+    """The run fields `environment`, `release`, `tags` and `metadata` that `spans` (the root
+    first, then the spans that speak for the run) say, each left out when none does:
+
+    - environment: the resource's `deployment.environment.name` (or the older
+      `deployment.environment`), else telemetry metadata `environment`;
+    - release: the resource's `service.version`, else telemetry metadata `release`;
+    - tags: telemetry metadata `tags` (an array of strings, or one string);
+    - metadata: every other scalar `ai.telemetry.metadata.<key>` (the AI SDK's
+      `experimental_telemetry.metadata`; any SDK may set them), the first span saying a key wins.
+    Values past the limits of apps.activity.dimensions are shortened or left out."""
+    fields: dict[str, Any] = {}
+    environment = release = None
+    tags: list[Any] | None = None
+    metadata: dict[str, Any] = {}
+    for span in spans:
+        environment = environment or _resource_text(
+            span, "deployment.environment.name", "deployment.environment"
+        )
+        release = release or _resource_text(span, "service.version")
+        for name, value in span["attributes"].items():
+            if not name.startswith(_METADATA_PREFIX) or value is None:
+                continue
+            key = name[len(_METADATA_PREFIX) :]
+            if key == "tags":
+                if tags is None:
+                    tags = value if isinstance(value, list) else [value]
+            elif key == "environment" and isinstance(value, str):
+                environment = environment or value.strip() or None
+            elif key == "release" and isinstance(value, str | int) and not isinstance(value, bool):
+                release = release or str(value).strip() or None
+            elif key not in _METADATA_MAPPED and key not in metadata:
+                metadata[key] = value
+    if environment:
+        fields["environment"] = environment[: dimensions.ENVIRONMENT_MAX]
+    if release:
+        fields["release"] = release[: dimensions.RELEASE_MAX]
+    if tags is not None:
+        fields["tags"] = dimensions.tags_lenient(tags)
+    if metadata:
+        fields["metadata"] = dimensions.metadata_lenient(metadata)
+    return fields
+
+
+def error_code(span: SpanData) -> str:
+    """A failed span's error code: the type of the exception it recorded (`exception.type`),
+    else its `error.type` attribute, else its status code's name (`ERROR`). The message is
+    the step's `error`, never the code."""
+    code = None
+    for event in span["events"]:
+        if event["name"] == "exception":
+            code = event["attributes"].get("exception.type") or code
+    if not code:
+        code = span["attributes"].get("error.type")
+    if not isinstance(code, str | int) or isinstance(code, bool) or not str(code).strip():
+        code = Status.StatusCode.Name(span["status"]).removeprefix("STATUS_CODE_")
+    return str(code).strip()[:255]
+
+
+def sdk_version(spans: list[SpanData]) -> str | None:
+    """`ai <version>` for a trace of the Vercel AI SDK, whose spans carry the package's version
+    in the user agent they send (`ai.request.headers.user-agent`: `ai/6.0.1`); else None."""
+    for span in spans:
+        agent = span["attributes"].get("ai.request.headers.user-agent")
+        if isinstance(agent, str):
+            match = _AI_SDK_AGENT.search(agent)
+            if match:
+                return f"ai {match.group(1)}"[:64]
     return None

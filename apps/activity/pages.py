@@ -4,7 +4,7 @@ Thin: the same selectors and filter rules as the API; HTMX requests get the tabl
 A bad filter or cursor shows its message above the table instead of an error page.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from apps.activity import charts, selectors
+from apps.activity import analytics, charts, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
 from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
@@ -27,6 +27,7 @@ from apps.activity.transcript import initials_of, message_view, runs_by_turn, sa
 from apps.common.errors import BadRequest
 from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
+from apps.common.latency import percentiles
 from apps.common.sorting import ListSorts, sorted_list
 from apps.knowledge import events as knowledge_events
 from apps.workspaces.console import (
@@ -116,6 +117,14 @@ def _filters(
     return values, None
 
 
+def _dimension_choices(request: ConsoleRequest) -> dict:
+    """Suggestions for the environment and release filters, from the newest runs."""
+    return {
+        "environments": selectors.recent_run_values(agent=request.agent, field="environment"),
+        "releases": selectors.recent_run_values(agent=request.agent, field="release"),
+    }
+
+
 # --- Overview ------------------------------------------------------------------------------------
 
 
@@ -200,6 +209,100 @@ def overview(request: ConsoleRequest) -> HttpResponse:
     return render_page(request, "activity/overview.html", context, partial="overview-charts")
 
 
+# --- Performance ---------------------------------------------------------------------------------
+
+PERFORMANCE_GROUPS = {
+    "tool": ("Tool", "tool_name"),
+    "model": ("Model", "model_id"),
+    "name": ("Step name", None),
+    "environment": ("Environment", "environment"),
+    "release": ("Release", "release"),
+}
+PERFORMANCE_PERIODS = (1, 7, 30, 90, 365)
+PERFORMANCE_ROWS = 25
+
+
+@console_view
+def performance(request: ConsoleRequest) -> HttpResponse:
+    """Which tool, model, step, environment or release is slow or failing: the analytics
+    rollup (apps.activity.analytics) as a table with a latency chart per row, each row and
+    day a link to the runs behind it."""
+    group = request.GET.get("group", "tool")
+    if group not in PERFORMANCE_GROUPS:
+        group = "tool"
+    try:
+        days = int(request.GET.get("days", "7"))
+    except ValueError:
+        days = 7
+    days = days if days in PERFORMANCE_PERIODS else 7
+    last_day = timezone.now().date()
+    first_day = last_day - timedelta(days=days - 1)
+    rows = analytics.rollup_read(
+        agent_id=request.agent.pk,
+        group=group,
+        first_day=first_day,
+        last_day=last_day,
+        by_day=True,
+    )
+    label, filter_name = PERFORMANCE_GROUPS[group]
+    period = {"from": first_day.isoformat(), "to": last_day.isoformat()}
+    day_list = [first_day + timedelta(days=n) for n in range(days)]
+    table = []
+    for row in rows[:PERFORMANCE_ROWS]:
+        narrower = {filter_name: row.key} if filter_name and row.key else {}
+        link = runs_url(request.agent.pk, **period, **narrower) if narrower else None
+        p50, p95, p99 = row.latency()
+        daily = [
+            percentiles(row.days[day][2], (50, 95)) if day in row.days else [None, None]
+            for day in day_list
+        ]
+        series: dict[str, Sequence[float | None]] = {
+            "p50": [pair[0] for pair in daily],
+            "p95": [pair[1] for pair in daily],
+        }
+        day_links = [
+            runs_url(request.agent.pk, **narrower, **{"from": day.isoformat(),
+                                                       "to": day.isoformat()})
+            for day in day_list
+        ]  # fmt: skip
+        table.append(
+            {
+                "key": row.key or "(not set)",
+                "link": link,
+                "failed_link": (
+                    runs_url(request.agent.pk, **period, failed_tool=row.key)
+                    if group == "tool"
+                    else f"{link}&status=failed"
+                    if link
+                    else None
+                ),
+                "count": row.count,
+                "failed": row.failed,
+                "error_rate": row.error_rate * 100,
+                "p50": p50,
+                "p95": p95,
+                "p99": p99,
+                "tokens": row.total_tokens,
+                "chart": charts.lines(
+                    day_list, series, f"{label} {row.key or '(not set)'}: latency per day",
+                    unit="ms", links=day_links,
+                ),
+            }
+        )  # fmt: skip
+    context = {
+        "section": "performance",
+        "group": group,
+        "groups": [(name, value[0]) for name, value in PERFORMANCE_GROUPS.items()],
+        "group_label": label,
+        "days": days,
+        "periods": PERFORMANCE_PERIODS,
+        "subject": "runs" if group in analytics.RUN_GROUPS else "steps",
+        "rows": table,
+        "more": max(0, len(rows) - PERFORMANCE_ROWS),
+    }
+    return render_page(request, "activity/performance.html", context)
+
+
 # --- Conversations -------------------------------------------------------------------------------
 
 
@@ -235,6 +338,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         "q": search,
         "statuses": RunStatus.values,
         "sources": Conversation.Source.values,
+        **_dimension_choices(request),
         "filtering": bool(filters or search),
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
@@ -379,6 +483,7 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         "page": page,
         "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
         "error_codes": selectors.recent_run_values(agent=request.agent, field="error_code"),
+        **_dimension_choices(request),
         "error": error or page_error,
         "statuses": RunStatus.values,
         "filtering": bool(filters),

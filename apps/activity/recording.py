@@ -33,6 +33,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from apps.activity import analytics
 from apps.activity.bounds import bounded_attributes, bounded_documents, bounded_json, bounded_text
 from apps.activity.events import RunRecorded, announce_runs_recorded
 from apps.activity.models import (
@@ -67,6 +68,7 @@ _RUN_FIELDS = (
     "request_id", "model_id", "effort", "sdk_version", "protocol_version", *STEP_TOTALS,
     "tool_names", "failed_tool_names", "component_kinds", "error_code", "first_chunk_at",
     "completed_at", "total_turn_latency_ms", "created_at",
+    "environment", "release", "tags", "metadata",
 )  # fmt: skip
 _RUN_STATE = (*_RUN_FIELDS, "user_id", "status")
 _STEP_FIELDS = (
@@ -316,6 +318,8 @@ class Unit:
         self.stepped: set[str] = set()
         # run id -> {total: (value stated by a run record, that record's label)}
         self.stated: dict[str, dict[str, tuple[Any, str]]] = {}
+        # Steps as they were before this batch changed them, for the analytics rollup.
+        self.step_before: dict[str, dict[str, Any]] = {}
 
     # --- reading rows --------------------------------------------------------------------------
 
@@ -661,6 +665,8 @@ class Unit:
                     "cannot move."
                 )
             data["truncated"] = _truncated_after(step.truncated, data, cut)
+            if step.id not in self.step_before and step.id not in self.new[RunStep]:
+                self.step_before[step.id] = analytics.step_values(step)
             changed = _apply(step, data, (*_STEP_FIELDS, "truncated"))
             if not changed:
                 return UNCHANGED
@@ -690,8 +696,24 @@ class Unit:
                     run=run, previous=before, ended=run.status in END_STATES and not was_ended
                 )
             )
+        self._rollup(events)
         if events:
             announce_runs_recorded(events)
+
+    def _rollup(self, events: list[RunRecorded]) -> None:
+        """The batch's differences to the analytics rollup (apps.activity.analytics)."""
+        delta = analytics.Delta()
+        steps = self.rows[RunStep]
+        for step_id in self.new[RunStep]:
+            delta.add_step(analytics.step_values(steps[step_id]))
+        for step_id, before in self.step_before.items():
+            delta.add_step(before, sign=-1)
+            delta.add_step(analytics.step_values(steps[step_id]))
+        for event in events:
+            delta.add_run(analytics.run_values(event.run))
+            if event.previous is not None:
+                delta.add_run(analytics.run_values(event.previous), sign=-1)
+        analytics.rollup_apply(self.agent.pk, delta)
 
     def _write(self, model: type) -> None:
         new = self.new[model]

@@ -54,6 +54,19 @@ def run_to_dict(run: Run) -> dict:
     return RUN.from_model(run)
 
 
+def run_attributes_to_dict(run: Run) -> dict:
+    """A run's dimensions (extension, apps.activity.dimensions): their own object, so the
+    contract's run keeps exactly its fields."""
+    return {
+        "object": "run_attributes",
+        "run_id": run.id,
+        "environment": run.environment,
+        "release": run.release,
+        "tags": list(run.tags),
+        "metadata": dict(run.metadata),
+    }
+
+
 STEP = Shape(
     "run_step",
     ("id", "run_id", "parent_id", "trace_id", "kind", "name", "status", "error", "started_at",

@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from apps.activity.dimensions import metadata_filter_parse
 from apps.activity.models import (
     ID_MAX_LENGTH,
     Conversation,
@@ -24,7 +25,7 @@ from apps.activity.models import (
 )
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset
-from apps.common.listing import Condition, ListQuery
+from apps.common.listing import Condition, ListQuery, Through
 from apps.common.sorting import ListSorts, SortColumn
 from apps.workspaces.models import Agent
 
@@ -50,17 +51,73 @@ class Filter:
     compiled SQL of the /v1 lists both apply it from here."""
 
     name: str
-    kind: str  # "id", "choice", "datetime", "text"
+    kind: str  # "id", "choice", "datetime", "text", "key_value" (key:value, a JSON object)
     description: str
     choices: tuple[str, ...] = ()
     field: str = ""
     lookup: str = "exact"
+    # The field is a linked row's (a conversation's runs), not the list's own.
+    through: Through | None = None
 
     def condition(self, value) -> Condition:
         # A JSON array field holds the value: containment of a one-item array.
-        if self.lookup == "contains":
+        if self.lookup == "contains" and not isinstance(value, dict):
             value = [value]
-        return Condition(self.field or self.name, self.lookup, value)
+        return Condition(self.field or self.name, self.lookup, value, self.through)
+
+
+# A conversation's runs: its filters by what its runs were (one run meets them all).
+_RUNS_OF_CONVERSATION = Through(Run, (("agent", "agent"), ("conversation_id", "id")))
+
+
+def _run_dimension_filters(subject: str, through: Through | None = None) -> tuple[Filter, ...]:
+    """The filters on a run's model, tools, error and dimensions, for runs (`through` None)
+    or for conversations (through their runs)."""
+    return (
+        Filter("model_id", "text", f"Only {subject} of this model.", through=through),
+        Filter(
+            "tool_name",
+            "text",
+            f"Only {subject} that called this tool (a GIN index on tool_names).",
+            field="tool_names",
+            lookup="contains",
+            through=through,
+        ),
+        Filter(
+            "error_code",
+            "text",
+            f"Only {subject} that failed with this error code (an exception type, a code).",
+            through=through,
+        ),
+        Filter(
+            "environment",
+            "text",
+            f"Only {subject} recorded in this environment (run attributes).",
+            through=through,
+        ),
+        Filter(
+            "release",
+            "text",
+            f"Only {subject} of this release (run attributes).",
+            through=through,
+        ),
+        Filter(
+            "tag",
+            "text",
+            f"Only {subject} tagged with this tag (run attributes; a GIN index).",
+            field="tags",
+            lookup="contains",
+            through=through,
+        ),
+        Filter(
+            "metadata",
+            "key_value",
+            f"Only {subject} whose metadata has key = value, as `key:value` (run attributes; "
+            "a value reading as a number, true or false matches that JSON value).",
+            lookup="contains",
+            through=through,
+        ),
+    )
 
 
 USER_FILTERS = (Filter("external_id", "text", "Only the user with this external id."),)
@@ -82,20 +139,13 @@ CONVERSATION_FILTERS = (
         field="updated_at",
         lookup="lt",
     ),
+    *_run_dimension_filters("conversations with a run", _RUNS_OF_CONVERSATION),
 )
 RUN_FILTERS = (
     Filter("conversation_id", "id", "Only runs of this conversation."),
     Filter("user_id", "id", "Only runs of this user."),
     Filter("status", "choice", "Only runs with this status.", STATUSES),
-    Filter("model_id", "text", "Only runs of this model."),
-    Filter("error_code", "text", "Only runs that failed with this error code."),
-    Filter(
-        "tool_name",
-        "text",
-        "Only runs that called this tool (a GIN index on tool_names).",
-        field="tool_names",
-        lookup="contains",
-    ),
+    *_run_dimension_filters("runs"),
     Filter(
         "failed_tool",
         "text",
@@ -164,7 +214,15 @@ def filters_parse(params, filters: tuple[Filter, ...]) -> dict:
             raise BadRequest(f"{spec.name} must be one of: {', '.join(spec.choices)}; got {raw!r}.")
         if spec.kind in ("id", "text") and len(raw) > 255:
             raise BadRequest(f"{spec.name} is too long (at most 255 characters).")
-        values[spec.name] = _parse_datetime(spec.name, raw) if spec.kind == "datetime" else raw
+        if spec.kind == "datetime":
+            values[spec.name] = _parse_datetime(spec.name, raw)
+        elif spec.kind == "key_value":
+            try:
+                values[spec.name] = metadata_filter_parse(raw)
+            except ValueError as exc:
+                raise BadRequest(f"{spec.name} {exc}; got {raw[:100]!r}.") from None
+        else:
+            values[spec.name] = raw
     return values
 
 

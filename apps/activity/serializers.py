@@ -18,6 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.activity import dimensions
 from apps.activity.models import (
     ID_MAX_LENGTH,
     Conversation,
@@ -114,6 +115,21 @@ class RunOut(serializers.Serializer):
     )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+class RunAttributesOut(serializers.Serializer):
+    """A run's dimensions (extension): what it ran in and what the runtime labelled it with."""
+
+    object = serializers.ChoiceField(choices=["run_attributes"])
+    run_id = serializers.CharField()
+    environment = serializers.CharField(
+        allow_null=True, help_text="For example production; OTLP: deployment.environment.name."
+    )
+    release = serializers.CharField(
+        allow_null=True, help_text="The Agent's version; OTLP: service.version."
+    )
+    tags = serializers.ListField(child=serializers.CharField(), help_text="A set of labels.")
+    metadata = serializers.DictField(help_text="Flat keys to short scalar values.")
 
 
 class StepDocumentOut(serializers.Serializer):
@@ -272,6 +288,42 @@ class HttpUrlField(StrictCharField):
         return value
 
 
+@extend_schema_field(
+    {"type": "array", "items": {"type": "string", "minLength": 1,
+     "maxLength": dimensions.TAG_MAX}, "maxItems": dimensions.TAGS_MAX}
+)  # fmt: skip
+class TagsField(serializers.Field):
+    """A run's tags: a set of short strings (apps.activity.dimensions)."""
+
+    def to_internal_value(self, data) -> list[str]:
+        try:
+            return dimensions.tags_check(data)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def to_representation(self, value):
+        return value
+
+
+@extend_schema_field(
+    {"type": "object", "maxProperties": dimensions.METADATA_KEYS_MAX,
+     "additionalProperties": {"oneOf": [
+         {"type": "string", "maxLength": dimensions.METADATA_VALUE_MAX},
+         {"type": "number"}, {"type": "boolean"}]}}
+)  # fmt: skip
+class MetadataField(serializers.Field):
+    """A run's metadata: a flat object of short keys to scalars (apps.activity.dimensions)."""
+
+    def to_internal_value(self, data) -> dict:
+        try:
+            return dimensions.metadata_check(data)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def to_representation(self, value):
+        return value
+
+
 def _nullable_text(max_length: int = 255):
     return StrictCharField(
         required=False,
@@ -360,6 +412,15 @@ class RunRecordIn(_RecordIn):
     total_turn_latency_ms = StrictNumberField(required=False, allow_null=True, min_value=0)
     created_at = StrictDateTimeField(required=False)
     updated_at = StrictDateTimeField(required=False)
+    # The run's dimensions (extension; GET /v1/runs/{id}/attributes): replaced when sent.
+    environment = StrictCharField(
+        required=False, allow_null=True, max_length=dimensions.ENVIRONMENT_MAX
+    )
+    release = StrictCharField(required=False, allow_null=True, max_length=dimensions.RELEASE_MAX)
+    tags = TagsField(required=False, help_text="A set of short strings (extension).")
+    metadata = MetadataField(
+        required=False, help_text="A flat object of keys to short scalars (extension)."
+    )
 
 
 @extend_schema_field({})

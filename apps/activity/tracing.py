@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from apps.activity import otlp
+from apps.activity import analytics, otlp
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
 from apps.activity.recording import (
     MAX_STEP_DEPTH,
@@ -335,6 +335,10 @@ def _steps_write(steps: list[dict[str, Any]], *, stored: dict) -> None:
             values_insert(RunStep, new)
     except IntegrityError:
         again = steps
+    agent_id = steps[0]["agent_id"] if steps else ""
+    # The analytics rollup: every step as written in, the rewritten ones as they were out.
+    before = analytics.steps_stored_values(agent_id, [step["id"] for step in again])
+    analytics.steps_recorded(agent_id, steps, before)
     if not again:
         return
     RunStep.objects.bulk_create(
@@ -671,8 +675,9 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         "id": trace_id,
         "conversation_id": conversation_id,
         "request_id": trace_id,
-        "sdk_version": (sdk or root["scope"] or "otlp")[:64],
+        "sdk_version": otlp.sdk_version(trace) or (sdk or root["scope"] or "otlp")[:64],
         "created_at": started,
+        **otlp.run_dimensions([root, fact.head, *trace]),
     }
     if user_id is not None:
         run["user_id"] = user_id
@@ -683,7 +688,7 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         run["completed_at"] = ended
         run["total_turn_latency_ms"] = (ended - started).total_seconds() * 1000
     if status == "failed":
-        run["error_code"] = (fields.get("error") or "error")[:255]
+        run["error_code"] = otlp.error_code(root)
     first_tokens = [
         (otlp.started_at(span), ms)
         for span in trace

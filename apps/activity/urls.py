@@ -6,6 +6,7 @@ app_name = "activity"
 
 urlpatterns = [
     path("overview/", pages.overview, name="overview"),
+    path("performance/", pages.performance, name="performance"),
     path(
         "conversations/export/",
         pages.list_export,

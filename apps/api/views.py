@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
 from apps.api.credentials import Credential
+from apps.api.pagination import unknown_query_check
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset, page_request, paginate
 from apps.common.listing import ListQuery, compiled_list
@@ -39,6 +40,9 @@ class ApiViewSet(ViewSet):
         for name, values in request._request.GET.lists():
             if len(values) > 1:
                 raise BadRequest(f"{name}: given {len(values)} times; send it once.")
+        # A list refuses query parameters it does not take (apps.api.pagination.list_operation):
+        # a misspelt filter would otherwise silently answer every row.
+        unknown_query_check(self, request._request.GET)
 
     def check_permissions(self, request) -> None:
         # The rate limit counts before the scope check (DRF counts after it): a request the key

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import DateTimeField, Model, Q, QuerySet
+from django.db.models import DateTimeField, Exists, Model, OuterRef, Q, QuerySet
 
 from apps.common.keyset import Keyset, Page, PageRequest, cursor_decode, cursor_encode
 from apps.common.shapes import Shape, column_sql
@@ -38,22 +38,79 @@ OPERATORS = {
 
 
 @dataclass(frozen=True)
+class Through:
+    """Rows of another model linked to a list's row (`links`: (their field, the list's field)
+    pairs), for a condition on them: "conversations with a run in production". The conditions
+    of a list through the same `Through` are met by one and the same linked row (one EXISTS)."""
+
+    model: type[Model]
+    links: tuple[tuple[str, str], ...]
+
+    def exists(self, conditions: list["Condition"]) -> Exists:
+        return Exists(
+            self.model._default_manager.filter(
+                **{theirs: OuterRef(ours) for theirs, ours in self.links},
+                **{f"{c.field}__{c.lookup}": c.value for c in conditions},
+            )
+        )
+
+
+@dataclass(frozen=True)
 class Condition:
     """`field <lookup> value` on one model field (named as in the model, e.g. `agent`,
-    `created_at`). The compiled lists refuse a None value: SQL's `= NULL` matches nothing where
-    the ORM's `field=None` means "is null"."""
+    `created_at`), or on a linked row's field (`through`). The compiled lists refuse a None
+    value: SQL's `= NULL` matches nothing where the ORM's `field=None` means "is null"."""
 
     field: str
     lookup: str
     value: Any
+    through: Through | None = None
 
     def q(self) -> Q:
+        assert self.through is None, "conditions through a link: where_q"
         return Q(**{f"{self.field}__{self.lookup}": self.value})
 
     @property
     def sql_value(self) -> Any:
         """The value as the compiled SQL binds it."""
         return orjson.dumps(self.value).decode() if self.lookup == "contains" else self.value
+
+
+def where_q(where: tuple[Condition, ...]) -> list:
+    """The conditions as ORM filters: plain ones as lookups, those through a link grouped into
+    one EXISTS per link (met by one linked row)."""
+    plain = [condition.q() for condition in where if condition.through is None]
+    return plain + [
+        through.exists(conditions) for through, conditions in _by_through(where).items()
+    ]
+
+
+def _through_sql(model: type[Model], through: Through, conditions: list[Condition]) -> str:
+    """The EXISTS of `where_q` in SQL, its values bound in the conditions' order."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    theirs = connection.ops.quote_name(through.model._meta.db_table)
+    predicates = [
+        f"{theirs}.{column_sql(through.model, their)} = {table}.{column_sql(model, our)}"
+        for their, our in through.links
+    ] + [f"{theirs}.{column_sql(through.model, c.field)} {OPERATORS[c.lookup]}" for c in conditions]
+    return f"EXISTS (SELECT 1 FROM {theirs} WHERE {' AND '.join(predicates)})"  # noqa: S608
+
+
+def ordered_params(where: tuple[Condition, ...]) -> list:
+    """The values of `where` in the order `CompiledList.sql` binds them: plain conditions,
+    then those through each link."""
+    params = [condition.sql_value for condition in where if condition.through is None]
+    for conditions in _by_through(where).values():
+        params += [condition.sql_value for condition in conditions]
+    return params
+
+
+def _by_through(where: tuple[Condition, ...]) -> dict[Through, list[Condition]]:
+    grouped: dict[Through, list[Condition]] = {}
+    for condition in where:
+        if condition.through is not None:
+            grouped.setdefault(condition.through, []).append(condition)
+    return grouped
 
 
 @dataclass(frozen=True)
@@ -70,7 +127,7 @@ class ListQuery:
     parent_check: Callable[[], None] | None = None
 
     def queryset(self) -> QuerySet:
-        return self.model._default_manager.filter(*(condition.q() for condition in self.where))
+        return self.model._default_manager.filter(*where_q(self.where))
 
     def check_empty_page(self, rows: Sequence[Any]) -> None:
         """Tell an empty list from a missing parent (NotFound)."""
@@ -91,7 +148,8 @@ class CompiledList:
     model: type[Model]
     shape: Shape
     keyset: Keyset
-    statements: dict[tuple[tuple[tuple[str, str], ...], bool], str] = field(default_factory=dict)
+    # Keyed by the conditions' (field, lookup) (and link, for one through a link) and cursor.
+    statements: dict[tuple[tuple[tuple, ...], bool], str] = field(default_factory=dict)
     _select: str = field(init=False, repr=False)
     _order: str = field(init=False, repr=False)
     _after: str = field(init=False, repr=False)
@@ -114,11 +172,23 @@ class CompiledList:
 
     def sql(self, where: tuple[Condition, ...], *, after: bool) -> str:
         """The statement for this shape of query: written on first use, then reused."""
-        key = (tuple((condition.field, condition.lookup) for condition in where), after)
+        key = (
+            tuple(
+                (c.field, c.lookup) if c.through is None else (c.field, c.lookup, c.through)
+                for c in where
+            ),
+            after,
+        )
         statement = self.statements.get(key)
         if statement is None:
             predicates = [
-                f"{column_sql(self.model, name)} {OPERATORS[lookup]}" for name, lookup in key[0]
+                f"{column_sql(self.model, c.field)} {OPERATORS[c.lookup]}"
+                for c in where
+                if c.through is None
+            ]
+            predicates += [
+                _through_sql(self.model, through, conditions)
+                for through, conditions in _by_through(where).items()
             ]
             if after:
                 predicates.append(self._after)
@@ -130,7 +200,7 @@ class CompiledList:
         """One page of an API list, its rows as tuples for `Shape.from_row` (forward only: the
         API has no `before`, and its body no `previous_cursor`)."""
         assert query.model is self.model and page.before is None
-        params = [condition.sql_value for condition in query.where]
+        params = ordered_params(query.where)
         if None in params:
             raise ValueError(f"A compiled list cannot compare with None: {query.where}")
         if page.after is not None:

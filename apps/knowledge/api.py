@@ -10,7 +10,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.parsers import MultiPartParser
 
-from apps.api.pagination import PAGE_PARAMETERS
+from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.views import json_response
 from apps.common.errors import BadRequest
 from apps.common.keyset import page_request
@@ -69,7 +69,7 @@ class KnowledgeViewSet(AgentViewSet):
     }
     extension_actions = ("search",)
 
-    @extend_schema(
+    @list_operation(
         summary="List knowledge documents",
         description="The Agent's documents, newest first.",
         parameters=PAGE_PARAMETERS,

@@ -6,7 +6,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 
-from apps.api.pagination import PAGE_PARAMETERS
+from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response
 from apps.common.keyset import Keyset
@@ -69,7 +69,7 @@ class McpServerViewSet(AgentViewSet):
         "changes": (404,),
     }
 
-    @extend_schema(
+    @list_operation(
         summary="List MCP tool servers",
         description="The Agent's third-party tool-server connections, newest first.",
         parameters=PAGE_PARAMETERS,
@@ -135,7 +135,7 @@ class McpServerViewSet(AgentViewSet):
         server = services.server_discover_request(agent=self.agent, server_id=id)
         return json_response(server_to_dict(server), status=202)
 
-    @extend_schema(
+    @list_operation(
         summary="List an MCP server's tools",
         description="The tools the server listed at its last successful discovery, by name.",
         parameters=[ID_PARAMETER, *PAGE_PARAMETERS],
@@ -159,7 +159,7 @@ class McpServerViewSet(AgentViewSet):
         )
         return json_response(tool_to_dict(tool))
 
-    @extend_schema(
+    @list_operation(
         summary="List an MCP server's discoveries and what each changed",
         description="Newest first: each discovery's outcome and the tools it added, removed, "
         "or found with a changed input schema or description.",

@@ -4,7 +4,7 @@ workspace. Thin: parse, call a selector or service, render with plain functions.
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 
-from apps.api.pagination import PAGE_PARAMETERS
+from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response
 from apps.webhooks import selectors, services
@@ -157,7 +157,7 @@ class WebhookDeliveryViewSet(WorkspaceAgentViewSet):
     error_statuses = {"retrieve": (404,), "retry": (404, 409), "recover": (409,)}
     openapi_tags = ["Webhooks"]
 
-    @extend_schema(
+    @list_operation(
         summary="List webhook deliveries",
         description="The Agent's deliveries with their attempt history, newest first.",
         parameters=[AGENT_PARAMETER, *LIST_PARAMETERS],

@@ -9,7 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 
-from apps.api.pagination import PAGE_PARAMETERS
+from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response, require_no_body_fields
 from apps.common.errors import BadRequest, Conflict
@@ -112,7 +112,7 @@ class AgentManagementViewSet(WorkspaceAgentsViewSet):
         "restore": (404, 409),
     }
 
-    @extend_schema(
+    @list_operation(
         summary="List Agents",
         description="The Agents of the key's workspace, newest first; archived ones included "
         "unless `status` says otherwise.",
@@ -205,7 +205,7 @@ class AgentRevisionViewSet(WorkspaceAgentsViewSet):
     extension_actions = tuple(required_scopes)
     error_statuses = {"list": (404,), "retrieve": (404,), "restore": (404, 409)}
 
-    @extend_schema(
+    @list_operation(
         summary="List an Agent's revisions",
         description="Every configuration the Agent has had, newest first: revision 1 is its "
         "creation, each update or restore adds one.",
@@ -251,7 +251,7 @@ class WorkspaceViewSet(WorkspaceAgentsViewSet):
     required_scopes = {"list": "workspaces:read"}
     extension_actions = ("list",)
 
-    @extend_schema(
+    @list_operation(
         summary="List granted workspaces",
         description="The workspaces this credential may act in, with its creator's role in "
         "each. An API key is granted exactly its own Agent's workspace.",
@@ -287,7 +287,7 @@ class ApiKeyViewSet(AgentViewSet):
         if self.action in self.required_scopes:
             api_key_manager_check(key=self.credential.key)
 
-    @extend_schema(
+    @list_operation(
         summary="List integration keys (extension)",
         description="The Agent's API keys, newest first, revoked and expired ones included; "
         "secrets are never shown." + _SCOPE_NOTE,
@@ -386,7 +386,7 @@ class AuditEventViewSet(AgentViewSet):
     extension_actions = ("list",)
     openapi_tags = ["Audit log"]
 
-    @extend_schema(
+    @list_operation(
         summary="List audit events (extension)",
         description="Every change made to the key's workspace, newest first: who (a person, "
         "an API key, a connected application or the system), when, from which address, what "

@@ -49,6 +49,7 @@ NAVIGATION = (
     ("Conversations", "activity:conversation_list", "conversations", False),
     ("Users", "activity:user_list", "users", False),
     ("Runs", "activity:run_list", "runs", False),
+    ("Performance", "activity:performance", "performance", False),
     ("Usage", "usage:usage_overview", "usage", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
     ("Unanswered questions", "knowledge:gap_list", "gaps", False),

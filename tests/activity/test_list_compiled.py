@@ -71,6 +71,10 @@ def activity(agent, other_agent):
                 tool_names=["search", 'fetch "ü"'] if n % 2 else [],
                 failed_tool_names=['fetch "ü"'] if n % 4 == 1 else [],
                 document_ids=["kdoc_1"] if n % 3 == 0 else [],
+                environment=("production", "staging", None)[n % 3],
+                release=("1.4.2", "1.5.0")[n % 2],
+                tags=["beta", "vip"] if n % 4 == 0 else ["beta"] if n % 4 == 2 else [],
+                metadata={"tier": ("gold", "free")[n % 2], "seats": n % 3},
             )
         for n in range(7):
             message_factory(
@@ -123,6 +127,10 @@ def test_every_run_filter_and_combination_pages_as_the_orm_does(agent, activity)
         "error_code": "E1",
         "created_after": _at(1, 1),
         "created_before": _at(4),
+        "environment": "production",
+        "release": "1.5.0",
+        "tag": "beta",
+        "metadata": {"seats": 1},
     }
     sizes = set()
     for filters in _subsets(values):
@@ -146,6 +154,33 @@ def test_every_conversation_filter_and_combination_pages_as_the_orm_does(agent, 
         seen = _walk_both(query, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION, limit=2)
         sizes.add(len(seen))
     assert max(sizes) == 9 and len(sizes) > 3
+
+
+def test_conversation_filters_by_their_runs_page_as_the_orm_does(agent, activity):
+    """Filters on what a conversation's runs were: one run must meet them all together."""
+    values = {
+        "environment": "staging",
+        "release": "1.4.2",
+        "tag": "vip",
+        "metadata": {"tier": "free"},
+        "model_id": "m2",
+        "tool_name": "search",
+        "error_code": "E1",
+        "status": "failed",
+    }
+    sizes = {}
+    for filters in _subsets(values):
+        query = selectors.conversation_query(agent=agent, filters=filters)
+        seen = _walk_both(query, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION, limit=2)
+        sizes[tuple(filters)] = len(seen)
+    assert sizes[()] == 9
+    # Runs of conversation n % 3 == 1 are staging (n % 3 == 1) and have model m2: one conversation.
+    assert sizes[("environment",)] == 1 and sizes[("environment", "model_id")] == 1
+    # Staging runs (n = 1, 4, 7, 10, 13) and vip runs (n % 4 == 0: 4) meet in run 4 only; a
+    # conversation with a staging run and another vip run would not count.
+    assert sizes[("environment", "tag")] == 1
+    assert sizes[("environment", "release")] == 1  # run 4 (even: 1.4.2)
+    assert sizes[("tag", "error_code")] == 0  # vip runs (n % 4 == 0) never failed with E1
 
 
 def test_users_and_messages_page_as_the_orm_does(agent, activity):
@@ -181,6 +216,10 @@ def test_api_filters_answer_what_the_orm_path_answers(make_api, agent, activity)
         "failed_tool": 'fetch "ü"',
         "document_id": "kdoc_1",
         "external_id": "ada",
+        "environment": "production",
+        "release": "1.4.2",
+        "tag": "vip",
+        "metadata": "tier:gold",
         "created_after": "2026-03-01T12:00:01.000001Z",
         "created_before": "2026-03-01T12:00:04Z",
         "updated_after": "2026-03-01",

@@ -32,7 +32,15 @@ def warm_up(base_url: str) -> None:
         urllib.request.urlopen(f"{base_url}/v1/connection", timeout=120)
 
 
-def run_ai_sdk(*, base_url: str, raw_key: str, conversation_id: str) -> dict:
+def run_ai_sdk(
+    *,
+    base_url: str,
+    raw_key: str,
+    conversation_id: str,
+    resource: dict | None = None,
+    metadata: dict | None = None,
+    call: str = "streamText",
+) -> dict:
     if NODE is None or not (NODE_DIR / "node_modules" / "ai").exists():
         pytest.fail("Node and tests/activity/node/node_modules are needed: run `make test` "
                     "(scripts/install_node_packages.sh)")  # fmt: skip
@@ -43,6 +51,9 @@ def run_ai_sdk(*, base_url: str, raw_key: str, conversation_id: str) -> dict:
         "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {raw_key}",
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
         "CONVERSATION_ID": conversation_id,
+        "RESOURCE_ATTRIBUTES": orjson.dumps(resource or {}).decode(),
+        "EXTRA_METADATA": orjson.dumps(metadata or {}).decode(),
+        "AI_CALL": call,
         # A loaded 2-core machine: the exporter's 10 s default is too short to be sure.
         "OTEL_EXPORTER_OTLP_TIMEOUT": "60000",
     }
@@ -95,3 +106,40 @@ def test_the_ai_sdk_records_its_run_steps_and_tool_call(live_server, make_api):
     ]
     assert Message.objects.get(role="assistant").run_id == run["id"]
     assert not PendingSpan.objects.exists()
+
+
+def test_the_ai_sdk_run_carries_its_version_environment_release_tags_and_metadata(
+    live_server, make_api
+):
+    """Resource attributes and `experimental_telemetry.metadata` arrive as the run's attributes
+    and filter the lists; the SDK version is the `ai` package's (docs/activity-recording.md,
+    "Dimensions")."""
+    writer = make_api(scopes=["activity:write"])
+    reader = make_api(scopes=["runs:read", "conversations:read"])
+    run_ai_sdk(
+        base_url=live_server.url,
+        raw_key=writer.raw_key,
+        conversation_id="chat-8",
+        resource={"deployment.environment.name": "production", "service.version": "2.3.0"},
+        metadata={"tier": "gold", "seats": 5, "tags": ["vip", "beta"]},
+        call="generateText",  # it puts the SDK's user agent, ai/<version>, in its telemetry
+    )
+    (run,) = reader.get("/v1/runs").json()["data"]
+    version = orjson.loads((NODE_DIR / "node_modules" / "ai" / "package.json").read_bytes())
+    assert run["sdk_version"] == f"ai {version['version']}"
+    assert reader.get(f"/v1/runs/{run['id']}/attributes").json() == {
+        "object": "run_attributes",
+        "run_id": run["id"],
+        "environment": "production",
+        "release": "2.3.0",
+        "tags": ["vip", "beta"],
+        "metadata": {"tier": "gold", "seats": 5},
+    }
+    for name, value in [("environment", "production"), ("release", "2.3.0"), ("tag", "vip"),
+                        ("metadata", "tier:gold"), ("metadata", "seats:5")]:  # fmt: skip
+        runs = reader.get("/v1/runs", params={name: value}).json()["data"]
+        assert [item["id"] for item in runs] == [run["id"]], (name, value)
+        found = reader.get("/v1/conversations", params={name: value}).json()["data"]
+        assert [item["id"] for item in found] == ["chat-8"], (name, value)
+        other = "staging" if name == "environment" else "tier:free" if name == "metadata" else "x"
+        assert reader.get("/v1/runs", params={name: other}).json()["data"] == [], name
