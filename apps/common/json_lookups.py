@@ -20,7 +20,8 @@ class ArrayContains(DataContains):
         lhs, lhs_params = self.process_lhs(compiler, connection)
         if not items:
             return "1 = 1", ()
-        each = f"EXISTS (SELECT 1 FROM json_each({lhs}) WHERE json_each.value = %s)"
+        # lhs is the compiled column expression, never user input; the items are parameters.
+        each = f"EXISTS (SELECT 1 FROM json_each({lhs}) WHERE json_each.value = %s)"  # noqa: S608
         params: list = []
         for item in items:
             params += [*lhs_params, item]
