@@ -304,12 +304,21 @@ def invitation_accept_with_new_account(
     *, token: str, email: str, name: str, password: str
 ) -> Membership:
     """Create an account (its e-mail is its sign-in name) and accept the invitation with it, in
-    one transaction: a dead link or a refused password creates nothing."""
+    one transaction: a dead link or a refused password creates nothing. An invitation to an
+    address makes an account of that address (`email` may be left empty); another address is
+    refused, never silently replaced: the person would otherwise sign in next time with an
+    address they did not type."""
     email = (email or "").strip().lower()
     name = (name or "").strip()
     with transaction.atomic():
         invitation = invitation_check(invitation_by_token(token))
         if invitation.email:
+            if email and email != invitation.email.lower():
+                raise BadRequest(
+                    f"email: this invitation is for {invitation.email}, so the account is "
+                    f"created with that address. To join as {email[:100]}, ask the "
+                    "workspace owner to invite that address."
+                )
             email = invitation.email
         try:
             validate_email(email)
