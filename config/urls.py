@@ -2,7 +2,6 @@ from django.conf import settings
 from django.contrib import admin
 from django.shortcuts import redirect
 from django.urls import include, path
-from django.views.static import serve
 
 from apps.api.errors import error_response
 from apps.api.middleware import is_api_path
@@ -35,8 +34,9 @@ urlpatterns = [
     path("", include((oauth_urlpatterns, "oauth2_provider"))),
 ]
 
-if settings.DEBUG:
-    urlpatterns.append(path("media/<path:path>", serve, {"document_root": settings.MEDIA_ROOT}))
+# Uploaded files are never served from MEDIA_ROOT by address, in any mode (not even under
+# DEBUG, as `make run` runs): only through the views that check who asks (a knowledge file's
+# download on its document page, docs/knowledge.md).
 
 
 def handler404(request, exception=None):

@@ -6,7 +6,6 @@ Thin: parse the query, call a selector or the recording service, render with pla
 from typing import Any, cast
 
 from django.conf import settings
-from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -49,7 +48,7 @@ from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.parsing import IngestJsonParser
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response
-from apps.common.errors import BadRequest, PayloadTooLarge
+from apps.common.errors import PayloadTooLarge
 from apps.workspaces.browser_tokens import DEFAULT_LIFETIME_SECONDS
 from apps.workspaces.viewsets import AgentViewSet
 
@@ -420,52 +419,12 @@ class IngestViewSet(AgentViewSet):
 
 
 def _raw_body(request, *, limit: int) -> bytes:
-    """The request body, at most `limit` bytes, chunked or not.
-
-    OpenTelemetry's Node exporter sends `Transfer-Encoding: chunked`, which Django reads as an
-    empty body (it trusts Content-Length only). gunicorn decodes chunks itself and says so
-    (`wsgi.input_terminated`); Django's development server (`make run`, the tests' live server)
-    hands on a stream limited to Content-Length, so the framing is decoded here from the
-    socket's reader beneath it."""
-    environ = request.META
-    if (
-        environ.get("CONTENT_LENGTH")
-        or "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
-    ):
-        body = request.read(limit + 1)
-    elif environ.get("wsgi.input_terminated"):
-        body = environ["wsgi.input"].read(limit + 1)
-    else:
-        stream = environ["wsgi.input"]
-        if isinstance(stream, LimitedStream):
-            stream = getattr(getattr(stream, "_read", None), "__self__", stream)
-        body = _dechunk(stream, limit=limit)
+    """The request body, at most `limit` bytes. A chunked one (OpenTelemetry's Node exporter
+    always sends them) arrives decoded and sized (apps.api.middleware.HttpEdgesMiddleware)."""
+    body = request.read(limit + 1)
     if len(body) > limit:
         raise PayloadTooLarge(f"The body is larger than {limit} bytes.")
     return body
-
-
-def _dechunk(stream, *, limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        line = stream.readline(1026)
-        try:
-            chunk = int(line.split(b";", 1)[0].strip() or b"x", 16)
-        except ValueError:
-            raise BadRequest("Malformed chunked body.") from None
-        if chunk == 0:
-            while stream.readline(1026) not in (b"\r\n", b"\n", b""):
-                pass  # trailers
-            return b"".join(parts)
-        size += chunk
-        if size > limit:
-            return b"x" * (limit + 1)
-        data = stream.read(chunk)
-        if len(data) != chunk:
-            raise BadRequest("The chunked body ended early.")
-        parts.append(data)
-        stream.readline(4)
 
 
 class OtlpTracesViewSet(AgentViewSet):
@@ -478,7 +437,6 @@ class OtlpTracesViewSet(AgentViewSet):
     error_statuses = {"create": (413, 415)}
     openapi_tags = ["Ingest"]
     parser_classes: list = []
-    reads_chunked_bodies = True  # _raw_body decodes the framing (apps.api.middleware)
 
     @extend_schema(
         summary="Record OpenTelemetry traces (OTLP/HTTP, extension)",

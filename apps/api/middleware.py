@@ -2,10 +2,13 @@
 
 import logging
 import re
+import tempfile
 import time
 import uuid
 
+from django.conf import settings
 from django.core.exceptions import DisallowedHost
+from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -75,13 +78,13 @@ class ApiErrorMiddleware:
 # refused before it is read, docs/knowledge.md): the connection is then lost, which a client
 # sending that much must expect. Smaller ones (a 9 MB JSON body) are read and dropped.
 _DRAIN_LIMIT_BYTES = 16 * 1024 * 1024
+# A chunked body is read whole before the view runs, up to as much as a refused sized body is
+# drained (or the ingest limit, if configured larger): no endpoint takes more. Past the first
+# MiB it waits in a temporary file rather than in memory.
+_CHUNKED_IN_MEMORY_BYTES = 1024 * 1024
 _edge_logger = logging.getLogger("apps.api")
-
-
-def reads_chunked_bodies(view) -> bool:
-    """Whether a view decodes `Transfer-Encoding: chunked` itself: it says so with a
-    `reads_chunked_bodies = True` attribute (on a view class, or on a function view)."""
-    return bool(getattr(getattr(view, "cls", view), "reads_chunked_bodies", False))
+# A chunk's size: hex digits only (int() would also take "0x", "_" and a sign).
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,15}")
 
 
 class HttpEdgesMiddleware:
@@ -92,11 +95,11 @@ class HttpEdgesMiddleware:
       flood, from any scanner). Here it is the API's envelope on /v1 (plain text elsewhere)
       and one warning line.
     - `Transfer-Encoding: chunked`: WSGI gives Django no length, so it would read the body as
-      empty and the view would answer as if nothing was sent. Refused clearly instead (400 on
-      /v1, whose errors are the contract's ten names; 411 elsewhere), except for a view that
-      says it `reads_chunked_bodies` and decodes the framing itself (the OTLP traces endpoint:
-      OpenTelemetry's Node exporter always sends chunked bodies). Checked once the URL is
-      resolved, before any view or later middleware can read the body as empty.
+      empty and the view would answer as if nothing was sent. The body is decoded here instead
+      (`_chunked_body_read`) and handed on as a sized one, so every view, parser and limit
+      sees it exactly as if it had come with a Content-Length (OpenTelemetry's Node exporter
+      always sends chunked bodies; so may any HTTP client streaming a body). Done once the URL
+      is resolved, before any view or later middleware can read the body.
     - NUL in a console address: no stored value holds one (PostgreSQL text cannot), so a path
       id with one names nothing (404) and a query parameter with one is refused (400, the
       console's error page) before a view sends it to the database as a filter. /v1 views
@@ -120,9 +123,11 @@ class HttpEdgesMiddleware:
         return response
 
     def process_view(self, request: HttpRequest, view, _args, kwargs) -> HttpResponse | None:
-        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
-        if chunked and not reads_chunked_bodies(view):
-            return _sized(self._refuse_chunked(request))
+        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            try:
+                _chunked_body_read(request)
+            except errors.ServiceError as error:
+                return _sized(_edge_error(request, error))
         if not is_api_path(request.path):
             return _refuse_nul_in_console_address(request, kwargs)
         return None
@@ -139,14 +144,91 @@ class HttpEdgesMiddleware:
         response._has_been_logged = True  # type: ignore[attr-defined]  # the line above
         return response
 
-    def _refuse_chunked(self, request: HttpRequest) -> HttpResponse:
-        message = (
-            "The body was sent with Transfer-Encoding: chunked, which this service cannot read; "
-            "send it with a Content-Length."
+
+def _edge_error(request: HttpRequest, error: errors.ServiceError) -> HttpResponse:
+    """The API's envelope on /v1, the message as plain text elsewhere."""
+    if is_api_path(request.path):
+        return error_response(error)
+    return HttpResponse(error.message, status=error.status, content_type="text/plain")
+
+
+def chunked_body_limit() -> int:
+    """The most a chunked body may hold: what any endpoint takes (each still applies its own
+    limit to it, as to a sized body)."""
+    return max(_DRAIN_LIMIT_BYTES, settings.API_MAX_INGEST_BODY_BYTES)
+
+
+def _chunked_body_read(request: HttpRequest) -> None:
+    """Read a `Transfer-Encoding: chunked` body whole (at most `chunked_body_limit()` bytes)
+    and put it in place of the request's stream with its length, or raise BadRequest (a
+    malformed body, or a Content-Length beside the chunking: two lengths that may disagree,
+    the stuff of request smuggling) or PayloadTooLarge.
+
+    gunicorn decodes the chunks itself and says so (`wsgi.input_terminated`); Django's
+    development server (`make run`, the tests' live server) hands on a stream limited to a
+    Content-Length of 0, so the framing is decoded here from the socket's reader beneath it."""
+    environ = request.META
+    if environ.get("CONTENT_LENGTH"):
+        raise errors.BadRequest(
+            "The request has both a Content-Length and Transfer-Encoding: chunked; send one."
         )
-        if is_api_path(request.path):
-            return error_response(errors.BadRequest(message))
-        return HttpResponse(message, status=411, content_type="text/plain")
+    limit = chunked_body_limit()
+    # Lives as long as the request (a disk file is unlinked from the start: nothing is left).
+    body = tempfile.SpooledTemporaryFile(max_size=_CHUNKED_IN_MEMORY_BYTES)  # noqa: SIM115
+    try:
+        if environ.get("wsgi.input_terminated"):
+            size = _copy(environ["wsgi.input"], body, limit=limit)
+        else:
+            stream = environ["wsgi.input"]
+            if isinstance(stream, LimitedStream):
+                stream = getattr(getattr(stream, "_read", None), "__self__", stream)
+            size = _dechunk(stream, body, limit=limit)
+    except BaseException:
+        body.close()
+        raise
+    body.seek(0)
+    # What WSGIRequest itself builds over wsgi.input, over the decoded body instead.
+    request._stream = LimitedStream(body, size)  # type: ignore[arg-type,assignment]
+    request._read_started = False  # type: ignore[attr-defined]
+    environ["CONTENT_LENGTH"] = str(size)
+    del environ["HTTP_TRANSFER_ENCODING"]
+
+
+def _too_large(limit: int) -> errors.PayloadTooLarge:
+    return errors.PayloadTooLarge(f"The body is larger than {limit} bytes.")
+
+
+def _copy(source, target, *, limit: int) -> int:
+    size = 0
+    while chunk := source.read(min(64 * 1024, limit + 1 - size)):
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        target.write(chunk)
+    return size
+
+
+def _dechunk(stream, target, *, limit: int) -> int:
+    size = 0
+    while True:
+        size_field = stream.readline(1026).split(b";", 1)[0].strip()
+        if not _CHUNK_SIZE.fullmatch(size_field):
+            raise errors.BadRequest("Malformed chunked body.")
+        chunk = int(size_field, 16)
+        if chunk == 0:
+            while stream.readline(1026) not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return size
+        size += chunk
+        if size > limit:
+            raise _too_large(limit)
+        while chunk:
+            data = stream.read(min(chunk, 64 * 1024))
+            if not data:
+                raise errors.BadRequest("The chunked body ended early.")
+            target.write(data)
+            chunk -= len(data)
+        stream.readline(4)
 
 
 def _refuse_nul_in_console_address(request: HttpRequest, kwargs: dict) -> HttpResponse | None:

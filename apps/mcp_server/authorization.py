@@ -20,7 +20,12 @@ from oauth2_provider.views import dynamic_client_registration as dcr
 from apps.api.parsing import check_depth
 from apps.api.throttling import rate_window_hit
 from apps.common.errors import BadRequest
-from apps.mcp_server.oauth import GRANT_TYPES, client_metadata_problem
+from apps.mcp_server.oauth import (
+    GRANT_TYPES,
+    client_metadata_problem,
+    resource_problem,
+    service_origin,
+)
 
 # A registration body is a few hundred bytes; anything near this is not a client's metadata.
 MAX_REGISTRATION_BYTES = 64 * 1024
@@ -193,6 +198,12 @@ class RateLimitedTokenView(oauth_views.TokenView):
                 "unsupported_grant_type",
                 "This server offers the authorization_code and refresh_token grants only.",
             )
+        # RFC 8707 2.2: a token for another resource than this service's MCP server is
+        # refused, whatever the grant it comes from was for.
+        for resource in request.POST.getlist("resource"):
+            problem = resource_problem(resource, origin=service_origin(request))
+            if problem:
+                return _error("invalid_target", problem)
         return super().post(request, *args, **kwargs)
 
 

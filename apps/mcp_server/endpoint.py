@@ -110,7 +110,21 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
 
 
 def _serve(request: HttpRequest, call: McpCall) -> HttpResponse:
-    body = request.body[: _MAX_BODY_BYTES + 1]
+    # Read no further than the limit (not the whole body, up to Django's 8 MiB, to cut it): a
+    # longer one is refused, rather than handed on cut short to fail as malformed JSON.
+    body = request.read(_MAX_BODY_BYTES + 1)
+    if len(body) > _MAX_BODY_BYTES:
+        return JsonResponse(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": -32600,
+                    "message": f"The request body is larger than {_MAX_BODY_BYTES} bytes.",
+                },
+            },
+            status=413,
+        )
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

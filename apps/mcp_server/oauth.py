@@ -135,6 +135,62 @@ def client_metadata_problem(data: object) -> str | None:
     return None
 
 
+# RFC 8707: what a grant may be for. This service's MCP server, named as its protected-resource
+# metadata names it (`<origin>/mcp`), or by the service's origin alone (the MCP authorization
+# specification lets a client name a server either way); a trailing slash and a default port
+# are the same name. Anything else (another host, another path of ours, such as /v1, which
+# takes no OAuth token) is `invalid_target`.
+MCP_PATH = "/mcp"
+_RESOURCE_PATHS = ("", MCP_PATH)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def service_origin(request) -> str:
+    """This service's origin as the request reached it (what the metadata documents name)."""
+    return f"{request.scheme}://{request.get_host()}"
+
+
+def mcp_resource(origin: str) -> str:
+    """The MCP server's resource identifier, `origin` being this service's as the request
+    reached it (`https://host[:port]`)."""
+    return f"{origin}{MCP_PATH}"
+
+
+def _resource_name(uri: str) -> tuple[str, str, int | None, str] | None:
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.username is not None or parts.password is not None or parts.query or "#" in uri:
+        return None
+    scheme = parts.scheme.lower()
+    return (
+        scheme,
+        (parts.hostname or "").lower(),
+        port or _DEFAULT_PORTS.get(scheme),
+        parts.path.rstrip("/"),
+    )
+
+
+def resource_problem(resource: str, *, origin: str) -> str | None:
+    """Why a `resource` indicator (RFC 8707) names nothing this server grants access to, or
+    None when it names this service's MCP server."""
+    name = _resource_name(resource)
+    ours = _resource_name(origin)
+    if (
+        name is not None
+        and ours is not None
+        and name[:3] == ours[:3]
+        and name[3] in _RESOURCE_PATHS
+    ):
+        return None
+    return (
+        f"The resource {resource[:200]!r} is not served by this authorization server; it grants "
+        f"access to {mcp_resource(origin)} only."
+    )
+
+
 def agent_scope(agent_id: str) -> str:
     return f"{AGENT_SCOPE_PREFIX}{agent_id}"
 

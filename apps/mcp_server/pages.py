@@ -30,7 +30,10 @@ from apps.mcp_server.oauth import (
     GRANTABLE_SCOPES,
     TOOL_SCOPES,
     agent_scope,
+    mcp_resource,
     redirect_uri_problem,
+    resource_problem,
+    service_origin,
 )
 from apps.mcp_server.selectors import (
     CONNECTION_STATUSES,
@@ -74,6 +77,12 @@ class ConsentView(AuthorizationView):
             return HttpResponse(
                 f"invalid_request: {problem}", status=400, content_type="text/plain"
             )
+        if "approval_prompt" in request.GET:
+            # The toolkit lets the client ask to skip this page (`approval_prompt=auto`) when
+            # the member holds a token of that client: a code would then leave without the
+            # member choosing anything. Every authorization is asked for here.
+            request.GET = request.GET.copy()
+            del request.GET["approval_prompt"]
         return super().dispatch(request, *args, **kwargs)
 
     def get(self, request, *args, **kwargs):
@@ -92,6 +101,11 @@ class ConsentView(AuthorizationView):
                 oauth_errors.InvalidRequestError,
                 'PKCE is required with code_challenge_method "S256".',
             )
+        # RFC 8707: a grant names this service's MCP server, or nothing; never another server.
+        for resource in request.GET.getlist("resource"):
+            problem = resource_problem(resource, origin=service_origin(request))
+            if problem:
+                return self._refuse(request, _InvalidTarget, problem)
         return super().get(request, *args, **kwargs)
 
     def _refuse(self, request, error_class, description: str) -> HttpResponse:
@@ -150,6 +164,7 @@ class ConsentView(AuthorizationView):
                 get_application_model().objects.filter(client_id=client_id).first()
             )
         chosen = set(form["granted_scopes"].value() or []) if form is not None else set()
+        resources = (form["resource"].value() or "").split() if form is not None else []
         context.update(
             {
                 "agents": self.agents,
@@ -166,6 +181,9 @@ class ConsentView(AuthorizationView):
                 ],
                 "chosen_agent": form["agent_id"].value() if form is not None else None,
                 "redirect_host": _origin(context.get("redirect_uri") or _form_value(form)),
+                # What the tokens will reach: the resources the client named (checked to be
+                # ours), or, when it named none, the only server here that takes them.
+                "resources": resources or [mcp_resource(service_origin(self.request))],
             }
         )
         return context
@@ -179,6 +197,12 @@ class ConsentView(AuthorizationView):
         if application is None:
             form.add_error(None, "This application is no longer registered.")
             return self.form_invalid(form)
+        for resource in (form.cleaned_data.get("resource") or "").split():
+            # Checked when the page was asked for; a hidden field may have been changed since.
+            problem = resource_problem(resource, origin=service_origin(self.request))
+            if problem:
+                form.add_error(None, problem)
+                return self.form_invalid(form)
         scopes = list(form.cleaned_data["granted_scopes"])
         grant = {
             "user": self.request.user,
@@ -217,6 +241,12 @@ class ConsentView(AuthorizationView):
             form_targets=[origin] if origin else []
         )
         return response
+
+
+class _InvalidTarget(oauth_errors.OAuth2Error):
+    """RFC 8707's `invalid_target`, which oauthlib has no class for."""
+
+    error = "invalid_target"
 
 
 class _Refused(Exception):

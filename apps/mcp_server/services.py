@@ -123,13 +123,15 @@ def _revoke(connection: ConnectedApplication) -> None:
 
 def connected_apps_end_for_member(event: MemberRemoved) -> None:
     """A person who leaves a workspace (or is removed) no longer acts there through the
-    applications they connected: each grant ends as if revoked (listener of
-    apps.workspaces.events.member_removed, inside the removal's transaction)."""
+    applications they connected: each grant ends as if revoked, with its
+    `connected_app.disconnected` audit entry (listener of apps.workspaces.events.member_removed,
+    inside the removal's transaction)."""
     connections = ConnectedApplication.objects.filter(
         user_id=event.user_id, agent__workspace=event.workspace, revoked_at__isnull=True
     ).select_related("grant_key", "agent")
     for connection in connections:
         _revoke(connection)
+        _audit(connection, "connected_app.disconnected")
 
 
 def _is_for(connection: ConnectedApplication, scope: str) -> bool:

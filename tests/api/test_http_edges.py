@@ -1,6 +1,6 @@
 """HTTP edges (issue 24, item 6), against gunicorn as production runs it where the server's
 behaviour is the point: a refused oversized body leaves the connection usable, a chunked body
-is refused clearly rather than read as empty; and a Host the service does not answer to is the
+is read as if it had come with its length (issue 34, item 6), within the same limits; and a Host the service does not answer to is the
 API's envelope with one log line, not an HTML page and a traceback per request."""
 
 from __future__ import annotations
@@ -13,15 +13,19 @@ import orjson
 import pytest
 from django.test import Client
 
+from apps.activity.models import Run
+from apps.api.middleware import chunked_body_limit
+from apps.knowledge.models import KnowledgeDocument
 from tests.factories import api_key_factory
+from tests.mcp_server.conftest import client_metadata
 from tests.web_server import GunicornServer
 
 NINE_MIB = 9 * 1024 * 1024
 
 
 @pytest.fixture
-def web(transactional_db):
-    server = GunicornServer().start()
+def web(transactional_db, settings):
+    server = GunicornServer(MEDIA_ROOT=str(settings.MEDIA_ROOT)).start()
     yield server
     server.stop()
 
@@ -63,7 +67,7 @@ class Connection:
         length = int(headers.get("content-length", "0"))
         while len(body) < length:
             body += self.sock.recv(65536)
-        return int(status_line.split()[1]), headers, body
+        return int(status_line.split()[1]), headers, body[:length]
 
     def close(self) -> None:
         self.sock.close()
@@ -95,54 +99,204 @@ def test_a_413_leaves_the_connection_usable_for_the_next_request(web, live_key):
         connection.close()
 
 
-def _chunked(body: bytes) -> bytes:
-    return f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+def _chunked(body: bytes, *, size: int | None = None, extension: bytes = b"") -> bytes:
+    """`body` in chunks of `size` bytes (one chunk by default), each size line carrying
+    `extension` (RFC 9112 7.1.1 chunk extensions, which a server ignores)."""
+    size = size or max(len(body), 1)
+    framed = b"".join(
+        f"{len(part):x}".encode() + extension + b"\r\n" + part + b"\r\n"
+        for part in (body[at : at + size] for at in range(0, len(body), size))
+    )
+    return framed + b"0\r\n\r\n"
+
+
+def _send_chunked(port: int, path: str, headers: dict[str, str], framed: bytes):
+    connection = Connection(port)
+    try:
+        connection.send("POST", path, {**headers, "Transfer-Encoding": "chunked"}, framed)
+        answer = connection.response()
+        assert answer is not None, "the server closed the connection"
+        # The connection stays usable: the body was read to its end, no more, no less.
+        connection.send(
+            "GET", "/v1/connection", {"Authorization": headers.get("Authorization", "")}
+        )
+        following = connection.response()
+    finally:
+        connection.close()
+    assert following is not None and following[0] in (200, 401), following
+    return answer
+
+
+_RUN = [
+    {"type": "conversation", "id": "conv_chunked", "status": "streaming"},
+    {"type": "run", "id": "run_chunked", "conversation_id": "conv_chunked", "request_id": "r1",
+     "sdk_version": "5.0.0", "status": "streaming", "created_at": "2025-01-31T12:00:01Z"},
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "path",
-    ["/v1/ingest", "/v1/webhook/test"],
-    ids=["ingest", "webhook test"],
+    ("size", "extension"),
+    [(None, b""), (7, b""), (5, b";name=value")],
+    ids=["one chunk", "many chunks", "chunk extensions"],
 )
-def test_a_chunked_json_body_is_refused_clearly(web, live_key, path):
-    """Before: read as empty, so ingest answered a misleading 400 and the webhook test
-    answered 200 having ignored the body."""
-    connection = Connection(web.port)
+def test_a_chunked_json_body_is_read_as_if_it_had_a_length(web, live_key, agent, size, extension):
+    """Before: refused with 400 (and before that, read as empty)."""
+    status, _headers, body = _send_chunked(
+        web.port,
+        "/v1/ingest",
+        {"Authorization": f"Bearer {live_key}", "Content-Type": "application/json"},
+        _chunked(orjson.dumps(_RUN), size=size, extension=extension),
+    )
+    assert status == 200, body
+    assert Run.objects.filter(agent=agent, id="run_chunked").exists()
+
+
+def test_a_chunked_json_body_keeps_the_endpoints_size_limit(web, agent, owner, settings):
+    """The JSON endpoints' 1 MiB limit holds for a chunked body as for a sized one."""
+    _key, raw = api_key_factory(
+        agent=agent, scopes=["api_keys:create", "auth_tokens:create"], created_by=owner
+    )
+    limit = settings.API_MAX_JSON_BODY_BYTES
+    payload = b'{"name": "' + b"a" * limit + b'", "scopes": ["runs:read"]}'
+    status, _headers, body = _send_chunked(
+        web.port,
+        "/v1/api_keys",
+        {"Authorization": f"Bearer {raw}", "Content-Type": "application/json"},
+        _chunked(payload, size=64 * 1024),
+    )
+    assert status == 413
+    error = orjson.loads(body)
+    assert error["name"] == "payload_too_large"
+    assert str(limit) in error["message"]
+
+
+def test_a_chunked_body_past_what_any_endpoint_takes_is_413_before_the_view(web, live_key):
+    limit = chunked_body_limit()
+    payload = b'{"records":["' + b"a" * limit + b'"]}'
+    status, _headers, body = _send_chunked(
+        web.port,
+        "/v1/ingest",
+        {"Authorization": f"Bearer {live_key}", "Content-Type": "application/json"},
+        _chunked(payload, size=1024 * 1024),
+    )
+    assert status == 413
+    assert orjson.loads(body) == {
+        "name": "payload_too_large",
+        "message": f"The body is larger than {limit} bytes.",
+    }
+
+
+def test_a_chunked_upload_is_stored_as_a_sized_one(web, live_key, agent):
+    boundary = "chunkedboundary"
+    multipart = (
+        f"--{boundary}\r\n"
+        'Content-Disposition: form-data; name="file"; filename="notes.md"\r\n'
+        "Content-Type: text/markdown\r\n\r\n"
+        "# Notes\n\nSent in chunks.\n\r\n"
+        f"--{boundary}--\r\n"
+    ).encode()
+    _key, raw = api_key_factory(agent=agent, scopes=["knowledge:write"])
+    status, _headers, body = _send_chunked(
+        web.port,
+        "/v1/knowledge/files",
+        {
+            "Authorization": f"Bearer {raw}",
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+        },
+        _chunked(multipart, size=11),
+    )
+    assert status == 201, body
+    document = KnowledgeDocument.objects.get(agent=agent, pk=orjson.loads(body)["id"])
+    assert document.file_name == "notes.md"
+    assert document.file_size_bytes == len(b"# Notes\n\nSent in chunks.\n")
+
+
+def test_a_chunked_body_elsewhere_is_read_too(web):
+    """Before: 411 Length Required. An OAuth client's registration is read like any body."""
+    status, _headers, body = _send_chunked(
+        web.port,
+        "/oauth/register/",
+        {"Content-Type": "application/json"},
+        _chunked(orjson.dumps(client_metadata()), size=16),
+    )
+    assert status == 201, body
+    assert orjson.loads(body)["redirect_uris"] == client_metadata()["redirect_uris"]
+
+
+# Django's development server (`make run`, the tests' live server) hands the application the
+# raw socket: the chunks are decoded by the service itself.
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_development_server_reads_a_chunked_body_too(live_server, live_key, agent):
+    port = int(live_server.url.rsplit(":", 1)[1])
+    status, _headers, body = _send_chunked(
+        port,
+        "/v1/ingest",
+        {"Authorization": f"Bearer {live_key}", "Content-Type": "application/json"},
+        _chunked(orjson.dumps(_RUN), size=9, extension=b";x=1"),
+    )
+    assert status == 200, body
+    assert Run.objects.filter(agent=agent, id="run_chunked").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("framed", "message"),
+    [
+        (b"zz\r\n{}\r\n0\r\n\r\n", "Malformed chunked body."),
+        (b"0x2\r\n{}\r\n0\r\n\r\n", "Malformed chunked body."),
+        (b"-2\r\n{}\r\n0\r\n\r\n", "Malformed chunked body."),
+    ],
+    ids=["not hex", "0x prefix", "negative"],
+)
+def test_the_development_server_refuses_malformed_chunks(live_server, live_key, framed, message):
+    port = int(live_server.url.rsplit(":", 1)[1])
+    connection = Connection(port)
     try:
         connection.send(
             "POST",
-            path,
+            "/v1/ingest",
             {
                 "Authorization": f"Bearer {live_key}",
                 "Content-Type": "application/json",
                 "Transfer-Encoding": "chunked",
             },
-            _chunked(b'{"event_type": "run.completed"}'),
+            framed,
         )
         answer = connection.response()
     finally:
         connection.close()
     assert answer is not None
-    status, _headers, body = answer
-    assert status == 400
-    error = orjson.loads(body)
-    assert error["name"] == "bad_request"
-    assert "chunked" in error["message"] and "Content-Length" in error["message"]
+    assert answer[0] == 400, answer
+    assert orjson.loads(answer[2]) == {"name": "bad_request", "message": message}
 
 
-def test_a_chunked_body_elsewhere_is_411(web):
-    connection = Connection(web.port)
+@pytest.mark.django_db(transaction=True)
+def test_a_body_with_two_lengths_is_refused(live_server, live_key, agent):
+    """Content-Length beside Transfer-Encoding: chunked is how requests are smuggled past a
+    proxy that reads the other length: refused, nothing recorded."""
+    port = int(live_server.url.rsplit(":", 1)[1])
+    framed = _chunked(orjson.dumps(_RUN))
+    connection = Connection(port)
     try:
         connection.send(
             "POST",
-            "/oauth/register/",
-            {"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
-            _chunked(b'{"redirect_uris": ["https://client.example/cb"]}'),
+            "/v1/ingest",
+            {
+                "Authorization": f"Bearer {live_key}",
+                "Content-Type": "application/json",
+                "Transfer-Encoding": "chunked",
+                "Content-Length": str(len(framed)),
+            },
+            framed,
         )
         answer = connection.response()
     finally:
         connection.close()
-    assert answer is not None and answer[0] == 411
+    assert answer is not None and answer[0] == 400
+    assert "Content-Length" in orjson.loads(answer[2])["message"]
+    assert not Run.objects.filter(agent=agent).exists()
 
 
 @pytest.mark.django_db

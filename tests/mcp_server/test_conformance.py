@@ -186,7 +186,13 @@ def test_concurrent_refreshes_with_one_refresh_token_are_one_success_and_invalid
         }
 
         def refresh(_index, body=body):
-            return httpx.post(f"{live_server.url}/oauth/token/", data=body, timeout=30)
+            # Under the name the grant was made under (its resource names that host).
+            return httpx.post(
+                f"{live_server.url}/oauth/token/",
+                data=body,
+                headers={"Host": "testserver"},
+                timeout=30,
+            )
 
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(refresh, range(4)))
@@ -223,8 +229,9 @@ def test_a_console_key_expiring_on_the_last_representable_day_is_a_form_error(ow
         {"code_challenge_method": ""},
         {"redirect_uri": "http://localhost:53682/elsewhere"},
         {"resource": "not a uri"},
+        {"resource": "https://evil.example/mcp"},
     ],
-    ids=["plain PKCE", "no PKCE method", "another redirect", "bad resource"],
+    ids=["plain PKCE", "no PKCE method", "another redirect", "bad resource", "foreign resource"],
 )
 def test_a_refused_authorization_leaves_the_existing_grant_working(owner, agent, tamper):
     first = obtain_grant(owner, agent, ["runs:read"])

@@ -22,6 +22,7 @@ from tests.mcp_server.conftest import (
     client_metadata,
     code_exchange,
     consent_form,
+    mcp_post,
     obtain_grant,
     pkce_pair,
     register,
@@ -317,7 +318,13 @@ def test_concurrent_exchanges_of_one_code_issue_at_most_one_token(live_server, o
         body = code_exchange(owner, agent, ["runs:read"])
 
         def exchange(_index, body=body):
-            return httpx.post(f"{live_server.url}/oauth/token/", data=body, timeout=30)
+            # Under the name the code was granted under (its resource names that host).
+            return httpx.post(
+                f"{live_server.url}/oauth/token/",
+                data=body,
+                headers={"Host": "testserver"},
+                timeout=30,
+            )
 
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(exchange, range(4)))
@@ -327,3 +334,15 @@ def test_concurrent_exchanges_of_one_code_issue_at_most_one_token(live_server, o
         for answer in answers:
             if answer.status_code != 200:
                 assert answer.json()["error"] == "invalid_grant"
+
+
+def test_a_body_past_the_mcp_limit_is_413_not_a_cut_short_parse_error(owner, agent):
+    """Before: the body was cut at 1 MiB and handed on, to fail as malformed JSON."""
+    grant = obtain_grant(owner, agent, ["runs:read"])
+    answer = mcp_post(grant.access_token, "tools/list", {"padding": "a" * (1024 * 1024)})
+    assert answer.status_code == 413
+    assert answer.json()["error"] == {
+        "code": -32600,
+        "message": "The request body is larger than 1048576 bytes.",
+    }
+    assert mcp_post(grant.access_token, "tools/list").status_code == 200

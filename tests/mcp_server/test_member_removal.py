@@ -9,7 +9,7 @@ from oauth2_provider.models import AccessToken, RefreshToken
 
 from apps.mcp_server.models import ConnectedApplication
 from apps.mcp_server.resource_tokens import resource_token_sign
-from apps.workspaces.models import Membership
+from apps.workspaces.models import AuditEvent, Membership
 from apps.workspaces.services import member_remove
 from tests.conftest import ApiClient
 
@@ -46,3 +46,23 @@ def test_removal_ends_the_members_connected_applications(
     # The owner's own connection is untouched.
     assert ConnectedApplication.objects.get(user=owner).revoked_at is None
     assert AccessToken.objects.filter(user=owner).exists()
+
+
+def test_removal_records_each_ended_connection_as_a_disconnection(
+    grant_for, owner, member, workspace, agent
+):
+    """Before: the grant ended with no `connected_app.disconnected` entry."""
+    grant_for(member, agent, ["runs:read"])
+    theirs = ConnectedApplication.objects.get(user=member)
+    member_remove(
+        workspace=workspace,
+        membership_id=Membership.objects.get(user=member).pk,
+        by_user=owner,
+    )
+    (entry,) = AuditEvent.objects.filter(workspace=workspace, action="connected_app.disconnected")
+    assert (entry.target_type, entry.target_id, entry.agent_id) == (
+        "connected_app",
+        theirs.pk,
+        agent.pk,
+    )
+    assert entry.target_name == theirs.grant_key.name

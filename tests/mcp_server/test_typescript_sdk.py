@@ -68,6 +68,8 @@ def test_the_typescript_sdk_connects_with_oauth_calls_tools_and_refreshes(
             process.kill()
 
     assert "iss" in member.callback  # RFC 9207, which the SDK may check
+    # The SDK names the server it connects to (RFC 8707), and the page shows it to the member.
+    assert f"<code>{live_server.url}/mcp</code>" in member.consent_pages[0]
     assert result["protocolVersion"] == "2025-11-25"
     tools = {tool["name"]: tool for tool in result["tools"]}
     assert len(tools) == 8

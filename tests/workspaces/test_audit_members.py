@@ -102,3 +102,90 @@ def test_a_refused_change_records_nothing(workspace, owner):
             workspace=workspace, membership_id=_membership(workspace, owner).pk, by_user=owner
         )
     assert AuditEvent.objects.filter(workspace=workspace).count() == before
+
+
+# --- What a removal ends is recorded as if ended by hand (issue 34, section 6) -------------
+
+_ENTRY_FIELDS = (
+    "action", "agent_id", "target_type", "target_id", "target_name", "changes", "actor_type",
+    "actor_id", "actor_name", "ip",
+)  # fmt: skip
+
+
+def _shape(entry: AuditEvent) -> dict:
+    return {name: getattr(entry, name) for name in _ENTRY_FIELDS}
+
+
+def test_removing_a_member_records_each_revoked_key_as_a_revocation(
+    owner_client, workspace, owner, member, agent
+):
+    """Before: the keys were revoked with no `api_key.revoked` entry, only a count on
+    `member.removed`."""
+    other_agent = agent_factory(workspace=workspace, name="Sales Agent")
+    keys = [
+        api_key_factory(agent=agent, scopes=["runs:read"], created_by=member, name="CI")[0],
+        api_key_factory(agent=other_agent, scopes=["runs:read"], created_by=member, name="Bot")[0],
+    ]
+    already = api_key_factory(agent=agent, scopes=["runs:read"], created_by=member, name="Old")[0]
+    hand = api_key_factory(agent=agent, scopes=["runs:read"], created_by=owner, name="Hand")[0]
+    assert owner_client.post(f"/api-keys/{already.pk}/revoke/", REMOTE_ADDR="203.0.113.9")
+    assert owner_client.post(f"/api-keys/{hand.pk}/revoke/", REMOTE_ADDR="203.0.113.9")
+    by_hand = _shape(_last(workspace, "api_key.revoked"))
+
+    answer = owner_client.post(
+        f"/team/members/{_membership(workspace, member).pk}/remove/", REMOTE_ADDR="203.0.113.9"
+    )
+    assert answer.status_code in (200, 302)
+
+    revoked = {
+        entry.target_id: entry
+        for entry in AuditEvent.objects.filter(workspace=workspace, action="api_key.revoked")
+        if entry.target_id not in (already.pk, hand.pk)
+    }
+    assert set(revoked) == {key.pk for key in keys}
+    # One each: the key revoked earlier is not revoked (nor recorded) again.
+    assert AuditEvent.objects.filter(action="api_key.revoked", target_id=already.pk).count() == 1
+    for key in keys:
+        key.refresh_from_db()
+        assert key.revoked_at is not None
+        assert _shape(revoked[key.pk]) == {
+            **by_hand,
+            "agent_id": key.agent_id,
+            "target_id": key.pk,
+            "target_name": key.name,
+            "changes": {"prefix": key.prefix},
+        }
+    removed = _last(workspace, "member.removed")
+    assert removed.changes["keys_revoked"] == 2
+    # In the removal's transaction, beside its entry.
+    assert all(entry.request_id == removed.request_id for entry in revoked.values())
+
+
+def test_removing_a_member_records_each_invitation_they_sent_as_revoked(workspace, owner, member):
+    membership = _membership(workspace, member)
+    member_role_change(
+        workspace=workspace, membership_id=membership.pk, role="owner", by_user=owner
+    )
+    sent = [
+        invitation_create(workspace=workspace, by_user=member, role="member", site_url=SITE),
+        invitation_create(
+            workspace=workspace, by_user=member, role="member", email="a@example.com", site_url=SITE
+        ),
+    ]
+    member_remove(workspace=workspace, membership_id=membership.pk, by_user=owner)
+    entries = AuditEvent.objects.filter(workspace=workspace, action="member.invitation_revoked")
+    assert sorted(entry.target_id for entry in entries) == sorted(
+        created.invitation.pk for created in sent
+    )
+    assert _last(workspace, "member.removed").changes["invitations_revoked"] == 2
+
+
+def test_inviting_an_address_again_records_the_replaced_invitation_as_revoked(workspace, owner):
+    first = invitation_create(
+        workspace=workspace, by_user=owner, role="member", email="a@example.com", site_url=SITE
+    )
+    invitation_create(
+        workspace=workspace, by_user=owner, role="owner", email="a@example.com", site_url=SITE
+    )
+    (entry,) = AuditEvent.objects.filter(workspace=workspace, action="member.invitation_revoked")
+    assert (entry.target_id, entry.target_name) == (first.invitation.pk, "a@example.com")

@@ -115,6 +115,37 @@ def test_join_with_a_new_account_signs_in_and_opens_the_workspace(owner, workspa
     assert Membership.objects.get(user__email="new@example.com").role == "member"
 
 
+def test_joining_an_address_invitation_with_another_address_is_a_form_error(
+    owner, workspace, agent
+):
+    """Before: the address typed was silently replaced by the invited one."""
+    path = _link(workspace, owner, email="bound@example.com")
+    browser = Client()
+    page = browser.get(path).content.decode()
+    # The page says whose the invitation is, and that the account is made with that address.
+    assert 'name="email" type="email" value="bound@example.com" readonly' in page
+    assert "your account is created with it" in page
+    password = "a long enough pass 42"
+    fields = {"name": "Other", "password": password, "password_again": password}
+    refused = browser.post(f"{path}join/", {**fields, "email": "other@example.com"})
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    error = html.split('id="id_email"', 1)[1].split('class="field-error"', 1)[1]
+    assert error.split("</div>", 1)[0].endswith(
+        "this invitation is for bound@example.com, so the account is created with that address. "
+        "To join as other@example.com, ask the workspace owner to invite that address."
+    )
+    assert not get_user_model().objects.filter(email__in=["other@example.com", "bound@example.com"])
+    assert list(Membership.objects.filter(workspace=workspace).values_list("user", flat=True)) == [
+        owner.pk
+    ]
+    assert Invitation.objects.get().status == "pending"
+
+    joined = browser.post(f"{path}join/", {**fields, "email": "bound@example.com"})
+    assert joined.status_code == 302
+    assert Membership.objects.get(user__email="bound@example.com").workspace == workspace
+
+
 def test_signed_in_person_accepts_with_a_button(owner, workspace, agent):
     path = _link(workspace, owner, role="owner")
     person = user_factory(email="joiner@example.com")

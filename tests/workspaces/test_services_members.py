@@ -184,12 +184,32 @@ def test_accepting_with_a_new_account_creates_it_and_joins(workspace, owner):
     assert membership.workspace == workspace and membership.role == "member"
 
 
-def test_a_new_account_for_an_email_invitation_takes_its_address(workspace, owner):
+def test_a_new_account_for_an_email_invitation_refuses_another_address(workspace, owner):
+    """Before: the account was made with the invited address whatever was typed, so the person
+    could not sign in with the address they gave."""
+    created = _invite(workspace, owner, email="bound@example.com")
+    with pytest.raises(BadRequest) as refused:
+        invitation_accept_with_new_account(
+            token=_token(created),
+            email="other@example.com",
+            name="B",
+            password="a long enough pass 42",
+        )
+    assert refused.value.message.startswith("email: this invitation is for bound@example.com")
+    assert "other@example.com" in refused.value.message
+    assert not get_user_model().objects.filter(email__in=["other@example.com", "bound@example.com"])
+    created.invitation.refresh_from_db()
+    assert created.invitation.status == "pending"
+
+
+@pytest.mark.parametrize("typed", ["", "bound@example.com", " Bound@Example.COM "])
+def test_a_new_account_for_an_email_invitation_is_made_with_its_address(workspace, owner, typed):
     created = _invite(workspace, owner, email="bound@example.com")
     membership = invitation_accept_with_new_account(
-        token=_token(created), email="other@example.com", name="B", password="a long enough pass 42"
+        token=_token(created), email=typed, name="B", password="a long enough pass 42"
     )
     assert membership.user.email == "bound@example.com"
+    assert membership.user.username == "bound@example.com"
 
 
 @pytest.mark.parametrize(

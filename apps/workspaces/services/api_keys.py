@@ -206,8 +206,16 @@ def api_key_revoke(*, agent: Agent, key_id: str, by_user) -> ApiKey:
         )
     if key.revoked_at is not None:
         raise Conflict("This API key is already revoked.")
-    api_key_revoke_now(key, then=lambda: _audit(key, "api_key.revoked", {"prefix": key.prefix}))
+    api_key_revoke_recorded(key)
     return key
+
+
+def api_key_revoke_recorded(key: ApiKey) -> None:
+    """Revoke `key` now (`api_key_revoke_now`) with its `api_key.revoked` audit entry, in one
+    transaction. Every revocation of a key goes through here: one by its owner or a workspace
+    owner (`api_key_revoke`), or with a member leaving or removed (`member_remove`). Who may
+    revoke is the caller's check."""
+    api_key_revoke_now(key, then=lambda: _audit(key, "api_key.revoked", {"prefix": key.prefix}))
 
 
 def api_key_usable_check(key: ApiKey, *, what: str = "The API key") -> None:

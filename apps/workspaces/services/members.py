@@ -7,11 +7,13 @@ Rules (docs/team.md):
 - a workspace always keeps an owner: demoting, removing or leaving as its last owner is a
   Conflict (transfer ownership first);
 - a person who leaves or is removed loses at once everything that acts as them there: the API
-  keys they created (revoked through `api_key_revoke_now`, tombstoned in the key cache, so the
-  browser tokens those keys minted die with them), the pending invitations they sent, and,
+  keys they created (revoked through `api_key_revoke_recorded`, tombstoned in the key cache, so
+  the browser tokens those keys minted die with them), the pending invitations they sent, and,
   through the `member_removed` announcement, what other apps hold for them (connected
-  applications). Their console session stops showing the workspace on its next request, since
-  every console request reads the membership again.
+  applications). Each of those ends with its own audit entry, as if ended by hand
+  (`api_key.revoked`, `member.invitation_revoked`, `connected_app.disconnected`), beside the
+  removal's `member.removed`. Their console session stops showing the workspace on its next
+  request, since every console request reads the membership again.
 """
 
 import hashlib
@@ -37,7 +39,7 @@ from apps.workspaces.audit import actor_for_user, audit_diff, audit_record
 from apps.workspaces.events import MemberRemoved, announce_member_removed
 from apps.workspaces.models import ApiKey, Invitation, Membership, Workspace
 from apps.workspaces.rendering import person_name
-from apps.workspaces.services.key_cache import api_key_revoke_now
+from apps.workspaces.services.api_keys import api_key_revoke_recorded
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +140,7 @@ def invitation_create(
             raise Conflict(f"{email} is already a member of this workspace.")
         now = timezone.now()
         if email:  # one open invitation per address: the new one replaces the old
-            _open_invitations(workspace).filter(email=email).update(revoked_at=now)
+            _invitations_revoke(_open_invitations(workspace).filter(email=email), now=now)
         token = secrets.token_urlsafe(32)
         invitation = Invitation.objects.create(
             workspace=workspace,
@@ -201,6 +203,19 @@ def invitation_revoke(*, workspace: Workspace, invitation_id: str, by_user) -> I
             raise Conflict(f"This invitation was already {invitation.status}.")
         _audit_invitation(invitation, "member.invitation_revoked")
     return invitation
+
+
+def _invitations_revoke(invitations, *, now=None) -> int:
+    """Revoke these open invitations, each with its `member.invitation_revoked` entry (as if
+    revoked by hand); how many."""
+    revoked = list(invitations.select_for_update())
+    if revoked:
+        Invitation.objects.filter(pk__in=[invitation.pk for invitation in revoked]).update(
+            revoked_at=now or timezone.now()
+        )
+    for invitation in revoked:
+        _audit_invitation(invitation, "member.invitation_revoked")
+    return len(revoked)
 
 
 def _audit_invitation(invitation: Invitation, action: str, **extra) -> None:
@@ -289,12 +304,21 @@ def invitation_accept_with_new_account(
     *, token: str, email: str, name: str, password: str
 ) -> Membership:
     """Create an account (its e-mail is its sign-in name) and accept the invitation with it, in
-    one transaction: a dead link or a refused password creates nothing."""
+    one transaction: a dead link or a refused password creates nothing. An invitation to an
+    address makes an account of that address (`email` may be left empty); another address is
+    refused, never silently replaced: the person would otherwise sign in next time with an
+    address they did not type."""
     email = (email or "").strip().lower()
     name = (name or "").strip()
     with transaction.atomic():
         invitation = invitation_check(invitation_by_token(token))
         if invitation.email:
+            if email and email != invitation.email.lower():
+                raise BadRequest(
+                    f"email: this invitation is for {invitation.email}, so the account is "
+                    f"created with that address. To join as {email[:100]}, ask the "
+                    "workspace owner to invite that address."
+                )
             email = invitation.email
         try:
             validate_email(email)
@@ -377,11 +401,9 @@ def member_remove(*, workspace: Workspace, membership_id, by_user) -> MemberRemo
             )
         )
         for key in keys:
-            api_key_revoke_now(key)
-        invitations = (
-            _open_invitations(workspace)
-            .filter(created_by_id=user.pk)
-            .update(revoked_at=timezone.now())
+            api_key_revoke_recorded(key)
+        invitations = _invitations_revoke(
+            _open_invitations(workspace).filter(created_by_id=user.pk)
         )
         _audit_member(
             membership,
