@@ -462,12 +462,17 @@ def document_embed(
     try:
         outcome = _embed_batches(document, batches=batches, budget=budget)
     finally:
-        KnowledgeDocument.objects.filter(pk=document_id).update(embedding_claimed_until=None)
+        document_embed_release(document_id=document_id)
     if outcome == "done" and _has_unembedded(document_id):
         # A refresh switched versions after the last batch; its own message found the document
         # held and went away: go on with the new version.
         return "more"
     return outcome
+
+
+def document_embed_release(*, document_id: str) -> None:
+    """End a run's claim (its follow-up may take the document at once)."""
+    KnowledgeDocument.objects.filter(pk=document_id).update(embedding_claimed_until=None)
 
 
 def _has_unembedded(document_id: str) -> bool:

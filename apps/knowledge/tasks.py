@@ -1,6 +1,7 @@
 """Celery tasks of knowledge: thin, named, idempotent (acks_late); each calls one service."""
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from apps.knowledge import embeddings, pipeline
@@ -28,13 +29,26 @@ def refresh(document_id: str) -> str:
 def embed(document_id: str) -> str:
     """Embed a document's chunks for a bounded time (KNOWLEDGE_EMBED_TASK_SECONDS), never up to
     the time limit: the rest goes to a follow-up queued at once; after a failed batch, the
-    follow-up waits out the backoff the document records (`embedding_retry_at`)."""
+    follow-up waits out the backoff the document records (`embedding_retry_at`). Should the soft
+    time limit strike all the same (a slow model load on a starved CPU), the run hands over
+    instead of failing."""
     try:
         outcome = embeddings.document_embed(
             document_id=document_id, budget_seconds=settings.KNOWLEDGE_EMBED_TASK_SECONDS
         )
+    except SoftTimeLimitExceeded:
+        embeddings.document_embed_release(document_id=document_id)
+        outcome = "more"
     finally:
         embeddings.release_memory()
+    try:
+        _follow_up(document_id, outcome)
+    except SoftTimeLimitExceeded:  # struck while queueing: queue it (again; a double is "busy")
+        _follow_up(document_id, outcome)
+    return outcome
+
+
+def _follow_up(document_id: str, outcome: str) -> None:
     if outcome == "more":
         embed.apply_async(args=[document_id], retry=False)
     elif outcome == "retry":
@@ -48,7 +62,6 @@ def embed(document_id: str) -> str:
         embed.apply_async(
             args=[document_id], countdown=embeddings.retry_delay(failures or 1), retry=False
         )
-    return outcome
 
 
 @shared_task(name="knowledge.refresh_due")
