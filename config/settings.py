@@ -255,9 +255,9 @@ KNOWLEDGE_EMBED_BATCHES_PER_TASK = 80
 # A run of knowledge.embed stops starting batches after this many seconds and hands the rest to
 # a follow-up task at once, so it never meets the soft time limit however loaded the CPU is (at
 # load 20-32, runs of 80 batches passed 120 s and failed; issue 34). Capped at a quarter of the
-# soft limit.
+# soft limit. Longer runs pay the model's load (a fresh pool child, 2-10 s) less often.
 KNOWLEDGE_EMBED_TASK_SECONDS = min(
-    env_int("KNOWLEDGE_EMBED_TASK_SECONDS", 20, minimum=1), CELERY_TASK_SOFT_TIME_LIMIT // 4 or 1
+    env_int("KNOWLEDGE_EMBED_TASK_SECONDS", 30, minimum=1), CELERY_TASK_SOFT_TIME_LIMIT // 4 or 1
 )
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
