@@ -89,13 +89,6 @@ def unmark(name: str) -> None:
         (_folder() / (_file_name(name) + ".mark")).unlink()
 
 
-def is_marked(name: str) -> bool:
-    client = _redis()
-    if client is not None:
-        return bool(client.exists(PREFIX + name))
-    return (_folder() / (_file_name(name) + ".mark")).exists()
-
-
 @contextlib.contextmanager
 def held(name: str, *, ttl: float) -> Iterator[bool]:
     """Try to take the lock `name` without waiting; yields whether this caller holds it.
