@@ -4,6 +4,7 @@ of their own, the dispatcher runs one at a time, and what the broker holds stays
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -220,3 +221,33 @@ def test_deliveries_past_the_queue_limit_wait_for_the_dispatcher(
         assert len(slow_receiver.ids) == 12
     finally:
         worker.stop()
+
+
+def test_make_run_serves_every_queue_with_a_worker_of_its_own():
+    """scripts/run_all.py (`make run`) starts one worker per queue of the settings."""
+    import subprocess
+    import sys
+
+    from tests.workers import ROOT
+
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, run_all; print(json.dumps(run_all.commands(port='8000')))",
+        ],
+        cwd=ROOT,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("CELERY_")},
+            "PYTHONPATH": str(ROOT / "scripts"),
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    commands = json.loads(listed.stdout.strip().splitlines()[-1])
+    served = [
+        command[command.index("-Q") + 1] for name, command in commands.items() if "-Q" in command
+    ]
+    assert sorted(served) == sorted(queue.name for queue in settings.CELERY_TASK_QUEUES)
+    assert "webhooks" in served
