@@ -178,20 +178,24 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180, minimum=1)
-# Two queues, each with worker processes of its own (README, "Running in production"): the
+# Three queues, each with worker processes of its own (README, "Running in production"): the
 # interactive queue holds what someone is waiting for or what keeps work moving (extraction,
-# refreshes, webhook deliveries, the sweepers; config.celery.INTERACTIVE_TASKS), the default
-# queue the bulk work (embedding). So a small upload never waits behind a large one's embedding.
+# refreshes, the sweepers; config.celery.INTERACTIVE_TASKS), the webhook queue deliveries and
+# their dispatcher (config.celery.WEBHOOK_TASKS), the default queue the bulk work (embedding).
+# So a small upload never waits behind a large one's embedding or behind deliveries.
 # Tasks a task sends (knowledge.embed queues itself) follow the same routes.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_INTERACTIVE_QUEUE = env_str("CELERY_INTERACTIVE_QUEUE", "interactive")
+# Webhook deliveries and their dispatcher have a queue and workers of their own: 3,000 deliveries
+# to a dead endpoint (5-15 s each) once sat ahead of three small uploads (issue 34).
+CELERY_WEBHOOK_QUEUE = env_str("CELERY_WEBHOOK_QUEUE", "webhooks")
 CELERY_TASK_ROUTES = ["config.celery.route_task"]
-# A worker started without -Q serves both queues (one process for everything still works).
+# A worker started without -Q serves every queue (one process for everything still works).
 # Each queue has its own exchange and routing key: sharing Celery's default ones would bind both
-# queues to one key, and every task would land on both.
+# queues to one key, and every task would land on each.
 CELERY_TASK_QUEUES = [
     Queue(name, Exchange(name), routing_key=name)
-    for name in (CELERY_TASK_DEFAULT_QUEUE, CELERY_INTERACTIVE_QUEUE)
+    for name in (CELERY_TASK_DEFAULT_QUEUE, CELERY_INTERACTIVE_QUEUE, CELERY_WEBHOOK_QUEUE)
 ]
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 # A worker child whose peak resident memory passed this (KB) when a task ends is replaced by a
@@ -231,6 +235,9 @@ KNOWLEDGE_CLAIM_LEASE_SECONDS = env_int("KNOWLEDGE_CLAIM_LEASE_SECONDS", 30, min
 KNOWLEDGE_RECOVER_INTERVAL_SECONDS = env_int("KNOWLEDGE_RECOVER_INTERVAL_SECONDS", 15, minimum=1)
 KNOWLEDGE_QUEUE_GRACE_SECONDS = env_int("KNOWLEDGE_QUEUE_GRACE_SECONDS", 300, minimum=10)
 WEBHOOK_DISPATCH_INTERVAL_SECONDS = env_int("WEBHOOK_DISPATCH_INTERVAL_SECONDS", 5, minimum=1)
+# At most this many `webhooks.deliver` messages wait on the webhook queue: past it a new
+# delivery is not queued on its own, the dispatcher sends it (it is a due row either way).
+WEBHOOK_QUEUE_LIMIT = env_int("WEBHOOK_QUEUE_LIMIT", 200, minimum=1)
 # One webhook attempt stops after connect + read timeout; its claim lasts 10 s longer.
 WEBHOOK_CONNECT_TIMEOUT = env_int("WEBHOOK_CONNECT_TIMEOUT", 5, minimum=1)
 WEBHOOK_READ_TIMEOUT = env_int("WEBHOOK_READ_TIMEOUT", 10, minimum=1)
@@ -254,6 +261,14 @@ KNOWLEDGE_EMBED_BATCHES_PER_TASK = 80
 # how old a step must be before it is read (its recording transaction has surely committed).
 KNOWLEDGE_GAPS_INTERVAL_SECONDS = env_int("KNOWLEDGE_GAPS_INTERVAL_SECONDS", 60, minimum=1)
 KNOWLEDGE_GAPS_SETTLE_SECONDS = env_int("KNOWLEDGE_GAPS_SETTLE_SECONDS", 60, minimum=0)
+
+# A run of knowledge.embed stops starting batches after this many seconds and hands the rest to
+# a follow-up task at once, so it never meets the soft time limit however loaded the CPU is (at
+# load 20-32, runs of 80 batches passed 120 s and failed; issue 34). Capped at a quarter of the
+# soft limit. Longer runs pay the model's load (a fresh pool child, 2-10 s) less often.
+KNOWLEDGE_EMBED_TASK_SECONDS = min(
+    env_int("KNOWLEDGE_EMBED_TASK_SECONDS", 30, minimum=1), CELERY_TASK_SOFT_TIME_LIMIT // 4 or 1
+)
 # Multipart uploads stream to disk past this size instead of sitting in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_INGEST_BODY_BYTES

@@ -1,9 +1,9 @@
-"""Start web, the two Celery workers and Celery beat together; Ctrl-C stops them all.
+"""Start web, the three Celery workers and Celery beat together; Ctrl-C stops them all.
 
 Used by `make run`. Seeds the demo workspace first and prints how to sign in. As in production
-(README), one worker serves the interactive queue (extraction, refreshes, deliveries) and one
-the bulk queue (embedding), at a lower CPU priority, so a small upload never waits behind a
-large one's embedding.
+(README), one worker serves the interactive queue (extraction, refreshes), one the webhook queue
+(deliveries) and one the bulk queue (embedding), at a lower CPU priority, so a small upload never
+waits behind a large one's embedding or behind deliveries to a dead endpoint.
 """
 
 import os
@@ -26,6 +26,7 @@ BULK_NICENESS = 10
 # The queue names config/settings.py reads from the same variables.
 BULK_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 INTERACTIVE_QUEUE = os.environ.get("CELERY_INTERACTIVE_QUEUE", "interactive")
+WEBHOOK_QUEUE = os.environ.get("CELERY_WEBHOOK_QUEUE", "webhooks")
 
 
 def worker_command(name: str, *, queue: str) -> list[str]:
@@ -45,12 +46,13 @@ def worker_command(name: str, *, queue: str) -> list[str]:
 
 
 def commands(*, port: str) -> dict[str, list[str]]:
-    """Web, the two workers and beat. Beat keeps its schedule in VAR_DIR, with the SQLite
+    """Web, the three workers and beat. Beat keeps its schedule in VAR_DIR, with the SQLite
     database, the broker and the media of the embedded default."""
     return {
         "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         "worker-interactive": worker_command("interactive", queue=INTERACTIVE_QUEUE),
         "worker-bulk": worker_command("bulk", queue=BULK_QUEUE),
+        "worker-webhooks": worker_command("webhooks", queue=WEBHOOK_QUEUE),
         "beat": [
             PYTHON,
             "-m",

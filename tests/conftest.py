@@ -174,6 +174,7 @@ def _celery_queue_per_test_process(worker_id):
     database = str(settings.DATABASES["default"]["NAME"]).rsplit("/", 1)[-1]
     app.conf.task_default_queue = f"tests-{database}-{worker_id}"
     app.conf.interactive_queue = f"tests-{database}-{worker_id}-interactive"
+    app.conf.webhook_queue = f"tests-{database}-{worker_id}-webhooks"
     yield
 
 

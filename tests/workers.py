@@ -31,14 +31,30 @@ def process_queues() -> tuple[str, str]:
     return app.conf.task_default_queue, app.conf.interactive_queue
 
 
+def webhook_queue() -> str:
+    """This test process's webhook queue (tests/conftest.py names it)."""
+    from config.celery import app
+
+    return app.conf.webhook_queue
+
+
+def all_queues() -> tuple[str, ...]:
+    return (*process_queues(), webhook_queue())
+
+
 def purge_test_queues() -> None:
     """Drop what earlier tests (or runs) left on this test process's two queues."""
     from config.celery import app
 
     with app.connection_for_write() as conn:
         channel = conn.default_channel
-        for queue in process_queues():
+        for queue in all_queues():
             channel.queue_purge(queue)
+    # The mark "a dispatcher message is waiting" went with the purged message.
+    from apps.common import singleflight
+    from apps.webhooks.tasks import dispatch_queued_mark
+
+    singleflight.unmark(dispatch_queued_mark())
 
 
 def worker_environment(**extra: str) -> dict[str, str]:
@@ -55,6 +71,7 @@ def worker_environment(**extra: str) -> dict[str, str]:
         env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
     env["REDIS_URL"] = settings.REDIS_URL
     env["CELERY_TASK_DEFAULT_QUEUE"], env["CELERY_INTERACTIVE_QUEUE"] = process_queues()
+    env["CELERY_WEBHOOK_QUEUE"] = webhook_queue()
     env.update(extra)
     return env
 
@@ -63,9 +80,9 @@ class WorkerProcess:
     def __init__(
         self, *, queues: str | None = None, concurrency: int = 1, name: str = "celery", **env: str
     ) -> None:
-        # Both of this test process's queues unless told otherwise (production runs one worker
+        # Every queue of this test process unless told otherwise (production runs one worker
         # per queue; a test that needs that passes `queues`).
-        self.queues = queues or ",".join(process_queues())
+        self.queues = queues or ",".join(all_queues())
         self.concurrency = concurrency
         self.hostname = f"{name}@{socket.gethostname()}"
         self.env = worker_environment(**env)

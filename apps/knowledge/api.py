@@ -14,18 +14,20 @@ from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.views import json_response
 from apps.common.errors import BadRequest
 from apps.common.keyset import page_request
-from apps.knowledge import search, selectors, services
+from apps.knowledge import embeddings, search, selectors, services
 from apps.knowledge.events import KnowledgeSearched, SearchPassage, announce_knowledge_searched
 from apps.knowledge.serializers import (
     KnowledgeDocumentListOut,
     KnowledgeDocumentOut,
     KnowledgeDocumentUpdateIn,
     KnowledgeFileCreateIn,
+    KnowledgeIndexingOut,
     KnowledgeScheduleIn,
     KnowledgeSearchIn,
     KnowledgeSearchResultOut,
     KnowledgeUrlCreateIn,
     document_out,
+    indexing_out,
     search_out,
 )
 from apps.knowledge.uploads import limit_uploads
@@ -49,6 +51,7 @@ class KnowledgeViewSet(AgentViewSet):
         "list": READ,
         "retrieve": READ,
         "content": READ,
+        "indexing": READ,
         "search": READ,
         "create_file": WRITE,
         "create_url": WRITE,
@@ -64,10 +67,11 @@ class KnowledgeViewSet(AgentViewSet):
         "partial_update": (404,),
         "destroy": (404,),
         "content": (404, 409),
+        "indexing": (404,),
         "refresh": (404, 409),
         "schedule": (404,),
     }
-    extension_actions = ("search",)
+    extension_actions = ("search", "indexing")
 
     @list_operation(
         summary="List knowledge documents",
@@ -153,6 +157,19 @@ class KnowledgeViewSet(AgentViewSet):
     def content(self, request, id: str, agent_id: str | None = None):
         version = selectors.document_content(agent=self.agent, document_id=id)
         return HttpResponse(version.markdown, content_type="text/markdown; charset=utf-8")
+
+    @extend_schema(
+        summary="Get a document's indexing progress",
+        description="Extension. How many of the current version's passages are embedded "
+        "(searchable by meaning; keyword search finds every passage once the document is "
+        "ready), with which model, when embedding last progressed, and whether it is waiting, "
+        "running, retrying after a failure, or done. Poll it after an upload or a refresh.",
+        parameters=[ID_PARAMETER],
+        responses={200: KnowledgeIndexingOut},
+    )
+    def indexing(self, request, id: str, agent_id: str | None = None):
+        document = selectors.document_get(agent=self.agent, document_id=id)
+        return json_response(indexing_out(document, model=embeddings.model_name()))
 
     @extend_schema(
         summary="Refresh a URL document",

@@ -43,6 +43,11 @@ routes: list[Route] = [
         "knowledge-content",
     ),
     Route(
+        "knowledge/<str:id>/indexing",
+        KnowledgeViewSet.as_view({"get": "indexing"}),
+        "knowledge-indexing",
+    ),
+    Route(
         "knowledge/<str:id>/refresh",
         KnowledgeViewSet.as_view({"post": "refresh"}),
         "knowledge-refresh",

@@ -84,6 +84,15 @@ class KnowledgeDocument(models.Model):
     # the document's chunks as they are embedded; keyword search finds them all from `ready`.
     chunk_count = models.PositiveIntegerField(default=0)
     embedded_chunk_count = models.PositiveIntegerField(default=0)
+    # The embedding task's bookkeeping (GET /v1/knowledge/{id}/indexing, the document page):
+    # the lease of the task embedding the document now (past = nobody is), when a batch was
+    # last stored, and after a failed batch: the error, consecutive failures (the backoff) and
+    # when it is tried again.
+    embedding_claimed_until = models.DateTimeField(null=True, blank=True)
+    embedding_progressed_at = models.DateTimeField(null=True, blank=True)
+    embedding_error = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001 - null: no error
+    embedding_failures = models.PositiveSmallIntegerField(default=0)
+    embedding_retry_at = models.DateTimeField(null=True, blank=True)
     current_version = models.ForeignKey(
         "KnowledgeContentVersion",
         null=True,
@@ -163,6 +172,26 @@ class KnowledgeDocument(models.Model):
     def is_embedding(self) -> bool:
         """Ready, with chunks the embedding task has not reached yet."""
         return self.status == self.Status.READY and self.embedded_chunk_count < self.chunk_count
+
+    @property
+    def embedding_state(self) -> str:
+        """Where the semantic index stands: `waiting` (for extraction, or for a worker to take
+        the embedding), `running` (a task holds it now), `retrying` (a batch failed; tried
+        again at `embedding_retry_at`) or `done` (every passage embedded, or nothing to
+        embed)."""
+        from django.utils import timezone
+
+        if self.status == self.Status.PROCESSING:
+            return "waiting"
+        if not self.is_embedding:
+            return "done"
+        if self.embedding_retry_at is not None:
+            return "retrying"
+        if self.embedding_claimed_until is not None and self.embedding_claimed_until > (
+            timezone.now()
+        ):
+            return "running"
+        return "waiting"
 
     @property
     def needs_polling(self) -> bool:

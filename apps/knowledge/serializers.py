@@ -115,8 +115,7 @@ class KnowledgeSearchIn(StrictSerializer):
 
 
 def document_out(document: KnowledgeDocument) -> dict:
-    """The fields of contract section 2.6, and two extensions: the passages of the current
-    version and how many of them are embedded (searchable by meaning)."""
+    """Exactly the fields of contract section 2.6 (indexing progress is `indexing_out`)."""
     return {
         "object": "knowledge_document",
         "id": document.pk,
@@ -137,8 +136,21 @@ def document_out(document: KnowledgeDocument) -> dict:
         "next_refresh_at": iso(document.next_refresh_at),
         "created_at": iso(document.created_at),
         "updated_at": iso(document.updated_at),
-        "chunk_count": document.chunk_count,
-        "embedded_chunk_count": document.embedded_chunk_count,
+    }
+
+
+def indexing_out(document: KnowledgeDocument, *, model: str) -> dict:
+    """GET /v1/knowledge/{id}/indexing: how far the document's semantic index is."""
+    return {
+        "object": "knowledge_indexing",
+        "document_id": document.pk,
+        "state": document.embedding_state,
+        "passages": document.chunk_count,
+        "embedded": document.embedded_chunk_count,
+        "model": model,
+        "last_progress_at": iso(document.embedding_progressed_at),
+        "retry_at": iso(document.embedding_retry_at),
+        "error_message": document.embedding_error if document.embedding_retry_at else None,
     }
 
 
@@ -197,16 +209,6 @@ class KnowledgeDocumentOut(serializers.Serializer):
     next_refresh_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
-    chunk_count = serializers.IntegerField(
-        min_value=0,
-        help_text="Extension. Passages of the current version; keyword search finds them all "
-        "once the document is ready.",
-    )
-    embedded_chunk_count = serializers.IntegerField(
-        min_value=0,
-        help_text="Extension. Passages embedded so far: searchable by meaning. Equal to "
-        "`chunk_count` when the document is fully searchable.",
-    )
 
 
 KnowledgeDocumentListOut = list_envelope(KnowledgeDocumentOut, "KnowledgeDocumentList")
@@ -235,6 +237,38 @@ class KnowledgeSearchExplainOut(serializers.Serializer):
     contents_page = serializers.BooleanField(
         help_text="The passage reads as a table of contents or an index: ranked below the "
         "sections it points to."
+    )
+
+
+class KnowledgeIndexingOut(serializers.Serializer):
+    object = serializers.ChoiceField(choices=["knowledge_indexing"])
+    document_id = serializers.CharField()
+    state = serializers.ChoiceField(
+        choices=["waiting", "running", "retrying", "done"],
+        help_text="`waiting`: for extraction, or for a worker to take the embedding; "
+        "`running`: a worker is embedding it now; `retrying`: the last batch failed and is "
+        "tried again at `retry_at`; `done`: every passage is embedded (or there is nothing to "
+        "embed).",
+    )
+    passages = serializers.IntegerField(
+        min_value=0,
+        help_text="Passages of the current version; keyword search finds them all once the "
+        "document is ready.",
+    )
+    embedded = serializers.IntegerField(
+        min_value=0,
+        help_text="Passages embedded so far: searchable by meaning. Equal to `passages` when "
+        "the document is fully searchable.",
+    )
+    model = serializers.CharField(help_text="The embedding model the passages are embedded with.")
+    last_progress_at = serializers.DateTimeField(
+        allow_null=True, help_text="When passages were last embedded; null before the first."
+    )
+    retry_at = serializers.DateTimeField(
+        allow_null=True, help_text="When a failed batch is tried again (state `retrying`)."
+    )
+    error_message = serializers.CharField(
+        allow_null=True, help_text="Why the last batch failed (state `retrying`)."
     )
 
 

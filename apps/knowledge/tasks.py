@@ -1,8 +1,11 @@
 """Celery tasks of knowledge: thin, named, idempotent (acks_late); each calls one service."""
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 
 from apps.knowledge import embeddings, pipeline
+from apps.knowledge.models import KnowledgeDocument
 
 
 @shared_task(name="knowledge.ingest")
@@ -24,14 +27,41 @@ def refresh(document_id: str) -> str:
 
 @shared_task(name="knowledge.embed")
 def embed(document_id: str) -> str:
-    """Embed a bounded number of a document's chunks; queue itself again while some remain."""
+    """Embed a document's chunks for a bounded time (KNOWLEDGE_EMBED_TASK_SECONDS), never up to
+    the time limit: the rest goes to a follow-up queued at once; after a failed batch, the
+    follow-up waits out the backoff the document records (`embedding_retry_at`). Should the soft
+    time limit strike all the same (a slow model load on a starved CPU), the run hands over
+    instead of failing."""
     try:
-        outcome = embeddings.document_embed(document_id=document_id)
+        outcome = embeddings.document_embed(
+            document_id=document_id, budget_seconds=settings.KNOWLEDGE_EMBED_TASK_SECONDS
+        )
+    except SoftTimeLimitExceeded:
+        embeddings.document_embed_release(document_id=document_id)
+        outcome = "more"
     finally:
         embeddings.release_memory()
+    try:
+        _follow_up(document_id, outcome)
+    except SoftTimeLimitExceeded:  # struck while queueing: queue it (again; a double is "busy")
+        _follow_up(document_id, outcome)
+    return outcome
+
+
+def _follow_up(document_id: str, outcome: str) -> None:
     if outcome == "more":
         embed.apply_async(args=[document_id], retry=False)
-    return outcome
+    elif outcome == "retry":
+        # A short countdown (at most 5 minutes, far below the broker's visibility timeout);
+        # should it be lost, knowledge.embed_stalled queues the document again.
+        failures = (
+            KnowledgeDocument.objects.filter(pk=document_id)
+            .values_list("embedding_failures", flat=True)
+            .first()
+        )
+        embed.apply_async(
+            args=[document_id], countdown=embeddings.retry_delay(failures or 1), retry=False
+        )
 
 
 @shared_task(name="knowledge.refresh_due")

@@ -83,7 +83,7 @@ def _queue_depths() -> Metric:
     family = GaugeMetricFamily(
         f"{NAMESPACE}_celery_queue_length", "Tasks waiting in each Celery queue.", labels=["queue"]
     )
-    queues = (app.conf.interactive_queue, app.conf.task_default_queue)
+    queues = (app.conf.interactive_queue, app.conf.webhook_queue, app.conf.task_default_queue)
     with app.connection_for_read() as conn:
         channel = conn.default_channel
         for queue in queues:

@@ -82,6 +82,11 @@ SCRIPTS: dict[str, list[str]] = {
     # One idle and one busy round behind one small file, through the production topology. It
     # drops and makes its database again, so it comes last, when the others are done with it.
     "interactive_queue.py": ["--rounds", "1", "--files", "1", "--kilobytes", "5"],
+    # Two corpus documents embedded beside one burner.
+    "embedding_under_load.py": ["--documents", "2", "--burners", "1", "--timeout", "300"],
+    # The webhook drill: a few deliveries to the black hole, one small file, one tiny upload.
+    "webhook_queue.py": ["--runs", "50", "--files", "1", "--kilobytes", "5", "--uploads", "1",
+                         "--seconds", "5"],
 }  # fmt: skip
 
 # Scripts whose smoke run lives beside their own tests.

@@ -9,8 +9,6 @@ from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, Knowl
 from tests.knowledge.conftest import make_file_document, upload
 
 DOCUMENT_KEYS = {
-    "chunk_count",
-    "embedded_chunk_count",
     "object",
     "id",
     "name",

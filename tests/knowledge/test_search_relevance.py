@@ -170,16 +170,6 @@ def test_a_table_snippet_is_the_matching_row_under_its_header(api, agent):
     assert search.table_snippet("no table here", marked=set()) is None
 
 
-def test_document_api_says_how_many_passages_are_searchable_by_meaning(api, agent):
-    document = make_file_document(agent, POLICY.encode(), "policy.md")
-    body = api.get(f"/v1/knowledge/{document.pk}").json()
-    assert body["chunk_count"] == document.chunk_count >= 2
-    assert body["embedded_chunk_count"] == 0
-    embeddings.document_embed(document_id=document.pk, max_batches=100)
-    body = api.get(f"/v1/knowledge/{document.pk}").json()
-    assert body["embedded_chunk_count"] == body["chunk_count"]
-
-
 def test_console_retrieval_test_abstains_by_default_and_explains_its_hits(owner, agent, policy):
     client = Client()
     client.force_login(owner)

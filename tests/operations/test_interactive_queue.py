@@ -22,6 +22,7 @@ from tests.workers import (
     process_queues,
     purge_test_queues,
     wait_for,
+    webhook_queue,
     worker_environment,
 )
 
@@ -117,11 +118,11 @@ def test_routes_send_interactive_work_to_its_own_queue():
         "knowledge.ingest",
         "knowledge.refresh",
         "knowledge.recover_stalled",
-        "webhooks.deliver",
-        "webhooks.dispatch_due",
         "tools.discover",
     ):
         assert router.route({}, name)["queue"].name == interactive, name
+    for name in ("webhooks.deliver", "webhooks.dispatch_due"):
+        assert router.route({}, name)["queue"].name == webhook_queue(), name
     for name in (
         "knowledge.embed",
         "knowledge.embed_stalled",
@@ -138,6 +139,8 @@ from apps.knowledge import tasks
 tasks.ingest.apply_async(args=["doc_x"], retry=False)
 tasks.embed.apply_async(args=["doc_x"], retry=False)
 tasks.embed.apply_async(args=["doc_y"], retry=False)
+from apps.webhooks import tasks as webhook_tasks
+webhook_tasks.deliver.apply_async(args=["dlv_x"], retry=False)
 """
 
 
@@ -148,10 +151,12 @@ def test_each_task_lands_on_exactly_one_production_queue():
         env = worker_environment(REDIS_URL=server.url(0))
         env.pop("CELERY_TASK_DEFAULT_QUEUE")
         env.pop("CELERY_INTERACTIVE_QUEUE")
+        env.pop("CELERY_WEBHOOK_QUEUE")
         env["DJANGO_SETTINGS_MODULE"] = "config.settings"
         subprocess.run([sys.executable, "-c", SEND], cwd=ROOT, env=env, check=True, timeout=60)
         client = server.client()
         assert client.llen("interactive") == 1
         assert client.llen("celery") == 2
+        assert client.llen("webhooks") == 1
     finally:
         server.stop()

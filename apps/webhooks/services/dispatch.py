@@ -81,10 +81,20 @@ def _jittered(seconds: float) -> timedelta:
 # --- Sending --------------------------------------------------------------------------------
 
 
+def queue_limit() -> int:
+    return int(settings.WEBHOOK_QUEUE_LIMIT)
+
+
 def _enqueue_deliver(delivery_id: str) -> None:
-    from apps.webhooks.tasks import deliver
+    """Queue `webhooks.deliver` for a new delivery, unless the webhook queue already holds
+    WEBHOOK_QUEUE_LIMIT messages: then the dispatcher's sweep sends it (it is a due row either
+    way), so a burst of deliveries to a dead endpoint cannot grow the broker without bound."""
+    from apps.webhooks.tasks import deliver, webhook_queue_depth
 
     try:
+        if webhook_queue_depth() >= queue_limit():
+            logger.info("webhook queue full: delivery %s waits for the dispatcher", delivery_id)
+            return
         deliver.apply_async((delivery_id,), retry=False)
     except Exception as exc:  # broker down: the dispatch_due sweep finds the row, nothing is lost
         logger.warning(
@@ -96,7 +106,7 @@ def _enqueue_dispatch() -> None:
     from apps.webhooks.tasks import dispatch_due
 
     try:
-        dispatch_due.apply_async(retry=False)
+        dispatch_due.apply_async(retry=False)  # at most one waits (tasks.OneQueuedTask)
     except Exception as exc:
         logger.warning("could not queue the webhook dispatcher (%s); beat will run it", exc)
 
@@ -448,11 +458,29 @@ def deliveries_hold_inactive(*, now: datetime | None = None) -> int:
     ).update(status=DeliveryStatus.PAUSED, next_attempt_at=None, updated_at=now)
 
 
-def deliveries_dispatch_due(*, budget_seconds: float = 25.0, max_deliveries: int = 500) -> dict:
-    """The `webhooks.dispatch_due` sweep: reclaim, hold, then send due deliveries one by one.
+# One dispatcher run stops sending after this long or this many deliveries (the next tick
+# goes on): against a dead endpoint an attempt takes up to connect + read timeout.
+DISPATCH_BUDGET_SECONDS = 25.0
+DISPATCH_MAX_DELIVERIES = 500
+
+
+def dispatch_lock_seconds() -> float:
+    """How long the dispatcher's single-flight lock lasts: its budget plus one attempt's lease
+    (the longest it can overrun the budget by), so it never expires under a live run."""
+    return DISPATCH_BUDGET_SECONDS + _lease().total_seconds()
+
+
+def deliveries_dispatch_due(
+    *,
+    budget_seconds: float = DISPATCH_BUDGET_SECONDS,
+    max_deliveries: int = DISPATCH_MAX_DELIVERIES,
+) -> dict:
+    """The `webhooks.dispatch_due` sweep: reclaim, hold, then send due deliveries one by one,
+    for at most `budget_seconds` and `max_deliveries` (it queues no other task).
 
     Each claim takes one row with SKIP LOCKED, so any number of dispatchers run side by side
-    and every delivery is sent by exactly one of them.
+    and every delivery is sent by exactly one of them; the task runs one at a time all the
+    same (`apps.webhooks.tasks.dispatch_due`).
     """
     reclaimed = deliveries_reclaim_expired()
     held = deliveries_hold_inactive()
