@@ -35,6 +35,7 @@ FLOORS = {
     "tools": FEATURE,
     "usage": FEATURE,
     "webhooks": FEATURE,
+    "scores": FEATURE,
     "demo": 4,
     # Above the feature apps too, composing them: health, readiness and metrics, and the
     # retention that runs each feature app's own purge.

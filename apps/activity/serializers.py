@@ -18,6 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.activity import events
 from apps.activity.models import (
     ID_MAX_LENGTH,
     Conversation,
@@ -486,7 +487,14 @@ def record_parse(item, *, label: str) -> Record:
     kind = item.get("type")
     serializer_class = RECORD_SERIALIZERS.get(kind) if isinstance(kind, str) else None
     if serializer_class is None or not isinstance(kind, str):
-        raise BadRequest(f"{label}.type: must be one of: {', '.join(RECORD_SERIALIZERS)}.")
+        other = events.ingest_kind(kind) if isinstance(kind, str) else None
+        if other is not None:  # a kind another app registered (apps.activity.events)
+            fields = other.parse(
+                {name: value for name, value in item.items() if name != "type"}, label
+            )
+            return Record(kind=kind, fields=fields, label=label)
+        kinds = [*RECORD_SERIALIZERS, *events.ingest_kind_names()]
+        raise BadRequest(f"{label}.type: must be one of: {', '.join(kinds)}.")
     serializer, compiled = _validator(kind)
     fields = compiled(item)
     if fields is None:  # not certain: the serializer decides, and words the error
