@@ -6,9 +6,11 @@ exist before are announced: sending the same batch twice announces nothing the s
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from apps.common.events import Announcement
-from apps.scores.models import Score
+from apps.common.time import iso
+from apps.scores.models import FEEDBACK_NAME, Score
 
 
 @dataclass(frozen=True)
@@ -19,3 +21,25 @@ class ScoresCreated:
 
 scores_created: Announcement[ScoresCreated] = Announcement()
 on_scores_created = scores_created.listen
+
+
+def score_example(*, now: datetime) -> dict:
+    """The `data` of a `score.created` event, for a webhook's test send (no row is written)."""
+    return {
+        "object": "score",
+        "id": "score_example",
+        "target_type": "message",
+        "run_id": "run_example",
+        "step_id": None,
+        "conversation_id": "conv_example",
+        "message_id": "msg_example",
+        "name": FEEDBACK_NAME,
+        "data_type": "boolean",
+        "value": False,
+        "comment": "This is a test event.",
+        "source": "end_user",
+        "author_type": "end_user",
+        "author_id": "usr_example",
+        "created_at": iso(now),
+        "updated_at": iso(now),
+    }
