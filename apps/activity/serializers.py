@@ -488,11 +488,11 @@ def record_parse(item, *, label: str) -> Record:
     serializer_class = RECORD_SERIALIZERS.get(kind) if isinstance(kind, str) else None
     if serializer_class is None or not isinstance(kind, str):
         other = events.ingest_kind(kind) if isinstance(kind, str) else None
-        if other is not None:  # a kind another app registered (apps.activity.events)
-            fields = other.parse(
+        if other is not None and isinstance(kind, str):  # another app's kind (activity.events)
+            parsed = other.parse(
                 {name: value for name, value in item.items() if name != "type"}, label
             )
-            return Record(kind=kind, fields=fields, label=label)
+            return Record(kind=kind, fields=parsed, label=label)
         kinds = [*RECORD_SERIALIZERS, *events.ingest_kind_names()]
         raise BadRequest(f"{label}.type: must be one of: {', '.join(kinds)}.")
     serializer, compiled = _validator(kind)

@@ -253,7 +253,7 @@ def score_series(*, agent: Agent, first_day: date, last_day: date) -> list[Score
             acc[0] += (row["average"] or 0.0) * row["count"]
             acc[1] += row["count"]
         else:
-            category = (
+            category = str(
                 row["string_value"]
                 if row["data_type"] == DataType.CATEGORICAL
                 else ("true" if row["boolean_value"] else "false")

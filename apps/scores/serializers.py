@@ -14,7 +14,7 @@ class ScoreValueField(serializers.Field):
 
 
 class ScoreOut(serializers.Serializer):
-    object = serializers.ChoiceField(choices=["score"])
+    object = serializers.ChoiceField(choices=["score"])  # type: ignore[assignment]
     id = serializers.CharField()
     target_type = serializers.ChoiceField(choices=TargetType.values)
     run_id = serializers.CharField(
@@ -31,7 +31,7 @@ class ScoreOut(serializers.Serializer):
         help_text="A number (numeric), a category (categorical) or true/false (boolean)."
     )
     comment = serializers.CharField(allow_null=True)
-    source = serializers.ChoiceField(choices=Source.values)
+    source = serializers.ChoiceField(choices=Source.values)  # type: ignore[assignment]
     author_type = serializers.ChoiceField(choices=["api_key", "end_user", "member"])
     author_id = serializers.CharField(
         allow_null=True, help_text="The API key's id, the end user's id or the member's id."
@@ -66,7 +66,7 @@ class ScoreBatchOut(serializers.Serializer):
     object = serializers.ChoiceField(choices=["score_batch"])
     created = serializers.IntegerField()
     unchanged = serializers.IntegerField()
-    data = ScoreOut(many=True)
+    data = ScoreOut(many=True)  # type: ignore[assignment]
 
 
 class ScoreConfigOut(serializers.Serializer):

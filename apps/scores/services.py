@@ -320,7 +320,7 @@ def _same(existing: Score, score: ScoreIn) -> bool:
 
 
 def _row(agent: Agent, score: ScoreIn, *, source: str, author: dict, now: datetime) -> Score:
-    value = score.value
+    value: Any = score.value
     return Score(
         id=score.id or Score._meta.get_field("id").get_default(),
         agent_id=agent.pk,
@@ -330,7 +330,7 @@ def _row(agent: Agent, score: ScoreIn, *, source: str, author: dict, now: dateti
         conversation_id=score.conversation_id,
         message_id=score.message_id,
         name=score.name,
-        data_type=score.data_type,
+        data_type=str(score.data_type),
         number_value=value if score.data_type == DataType.NUMERIC else None,
         string_value=value if score.data_type == DataType.CATEGORICAL else None,
         boolean_value=value if score.data_type == DataType.BOOLEAN else None,
@@ -350,7 +350,7 @@ def _insert_new(rows: list[Score]) -> set[str]:
     if not rows:
         return set()
     fields = [f for f in Score._meta.concrete_fields if f.name != "row"]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
     table = connection.ops.quote_name(Score._meta.db_table)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     chunk = max(1, min(MAX_BATCH, 30000 // len(fields)))

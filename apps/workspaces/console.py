@@ -49,6 +49,7 @@ NAVIGATION = (
     ("Conversations", "activity:conversation_list", "conversations", False),
     ("Users", "activity:user_list", "users", False),
     ("Runs", "activity:run_list", "runs", False),
+    ("Scores", "scores:score_list", "scores", False),
     ("Usage", "usage:usage_overview", "usage", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
     ("Tools", "tools:server_list", "tools", False),

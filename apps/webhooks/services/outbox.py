@@ -160,7 +160,7 @@ def delivery_record_for_usage_threshold(
     return deliveries
 
 
-def delivery_record_on_scores_created(event: ScoresCreated) -> list[WebhookDelivery]:
+def delivery_record_on_scores_created(event: ScoresCreated) -> None:
     """The listener scores announces new scores to (registered in WebhooksConfig): one
     `score.created` delivery per new score when the Agent's webhook is subscribed. A score is
     announced once (only when it is new), so its delivery needs no unique key; `run_id` stays
@@ -175,7 +175,7 @@ def delivery_record_on_scores_created(event: ScoresCreated) -> list[WebhookDeliv
         or not webhook.url
         or SCORE_CREATED_EVENT not in webhook.events
     ):
-        return []
+        return
     now = timezone.now()
     held = webhook.paused_at is not None
     new = [
@@ -197,4 +197,3 @@ def delivery_record_on_scores_created(event: ScoresCreated) -> list[WebhookDeliv
     if not held:
         for delivery in new[:SCORE_SENDS_QUEUED]:
             transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
-    return new
