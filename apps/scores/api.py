@@ -269,7 +269,8 @@ class MeFeedbackViewSet(AgentViewSet):
     """/v1/me/...feedback: the end user of a browser token votes on the assistant's messages
     of their own conversations, from the Agent's allowed origins."""
 
-    required_scopes = {"give": None, "withdraw": None, "list": None}
+    # Every browser token holds both (apps.workspaces.credentials.BROWSER_TOKEN_SCOPES).
+    required_scopes = {"give": WRITE, "withdraw": WRITE, "list": "conversations:read"}
     credential_kinds = ("browser_token",)
     extension_actions = ("give", "withdraw", "list")
     error_statuses = {"give": (404,), "withdraw": (404,), "list": (404,)}
