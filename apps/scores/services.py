@@ -346,16 +346,40 @@ def _row(agent: Agent, score: ScoreIn, *, source: str, author: dict, now: dateti
 
 def _insert_new(rows: list[Score]) -> set[str]:
     """INSERT the rows, skipping ids the Agent already has (a concurrent write of the same id):
-    one statement per chunk; returns the ids written."""
+    one statement; returns the ids written.
+
+    On PostgreSQL the rows are COPYed (psycopg writes them in C) into a scratch table of the
+    transaction, then inserted from it: a VALUES list of 1,000 rows has 19,000 placeholders,
+    and splitting such a query string alone cost psycopg 600 ms a batch; arrays through
+    `unnest` were dumped in Python (docs/performance.md, "Scores"). Elsewhere (the SQLite
+    default) a VALUES list per chunk."""
     if not rows:
         return set()
     fields = [f for f in Score._meta.concrete_fields if f.name != "row"]
     columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
     table = connection.ops.quote_name(Score._meta.db_table)
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    chunk = max(1, min(MAX_BATCH, 30000 // len(fields)))
     written: set[str] = set()
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # COPY into a scratch table of this transaction (psycopg writes COPY rows in C),
+            # then one INSERT ... SELECT that skips the ids already there.
+            cursor.execute(
+                f"CREATE TEMP TABLE scores_stage ON COMMIT DROP AS "  # noqa: S608 - our table, our columns
+                f"SELECT {columns} FROM {table} WITH NO DATA"
+            )
+            with connection.wrap_database_errors:
+                with cursor.cursor.copy(f"COPY scores_stage ({columns}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row([getattr(row, f.attname) for f in fields])
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM scores_stage "  # noqa: S608 - our table, our columns
+                "ON CONFLICT (agent_id, id) DO NOTHING RETURNING id"
+            )
+            written = {found for (found,) in cursor.fetchall()}
+            cursor.execute("DROP TABLE scores_stage")
+            return written
+        one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+        chunk = max(1, min(MAX_BATCH, 900 // len(fields)))
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
             params: list[Any] = []
