@@ -367,10 +367,10 @@ def _insert_new(rows: list[Score]) -> set[str]:
                 f"CREATE TEMP TABLE scores_stage ON COMMIT DROP AS "  # noqa: S608 - our table, our columns
                 f"SELECT {columns} FROM {table} WITH NO DATA"
             )
-            with connection.wrap_database_errors:
-                with cursor.cursor.copy(f"COPY scores_stage ({columns}) FROM STDIN") as copy:
-                    for row in rows:
-                        copy.write_row([getattr(row, f.attname) for f in fields])
+            statement = f"COPY scores_stage ({columns}) FROM STDIN"
+            with connection.wrap_database_errors, cursor.cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row([getattr(row, f.attname) for f in fields])
             cursor.execute(
                 f"INSERT INTO {table} ({columns}) SELECT {columns} FROM scores_stage "  # noqa: S608 - our table, our columns
                 "ON CONFLICT (agent_id, id) DO NOTHING RETURNING id"
