@@ -172,10 +172,11 @@ def _panel_context(request: ConsoleRequest, target_type: str, target_id: str) ->
     for score in scores:
         if score.message_id:
             by_message.setdefault(score.message_id, []).append(score)
+    # Beside a conversation: its own scores and its runs' (each message's go beside it).
     own = [
         score
         for score in scores
-        if target_type == TargetType.RUN or score.target_type == TargetType.CONVERSATION
+        if target_type == TargetType.RUN or score.target_type != TargetType.MESSAGE
     ]
     feedback = [s for s in scores if s.name == FEEDBACK_NAME and s.source == Source.END_USER]
     return {

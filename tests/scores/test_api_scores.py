@@ -246,3 +246,24 @@ def test_conversation_filter_finds_scores_of_its_runs_and_messages(api, agent):
     on_conversation = score_factory(agent=agent, conversation=conversation)
     ids = {s["id"] for s in api.get(f"/v1/scores?conversation_id={conversation.id}").json()["data"]}
     assert ids == {on_run.id, on_message.id, on_conversation.id}
+
+
+def test_a_batch_over_1000_or_empty_is_refused(api, agent):
+    run = run_factory(agent=agent)
+    item = {"run_id": run.id, "name": "a", "value": 1}
+    too_many = api.post("/v1/scores", json=[item] * 1001)
+    assert too_many.status == 400
+    assert "At most 1000 scores per request; got 1001" in too_many.json()["message"]
+    assert api.post("/v1/scores", json=[]).status == 400
+    assert api.post("/v1/scores", json="a score").status == 400
+    assert not Score.objects.exists()
+
+
+def test_a_batch_of_1000_is_recorded_whole(api, agent):
+    run = run_factory(agent=agent)
+    batch = [{"run_id": run.id, "name": "n", "value": i} for i in range(1000)]
+    response = api.post("/v1/scores", json=batch)
+    assert response.status == 200
+    assert response.json()["created"] == 1000
+    assert [s["value"] for s in response.json()["data"]] == [float(i) for i in range(1000)]
+    assert Score.objects.filter(agent=agent).count() == 1000
