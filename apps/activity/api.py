@@ -16,6 +16,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
+from apps.activity import events as activity_events
 from apps.activity import otlp, selectors
 from apps.activity.rendering import (
     CONVERSATION,
@@ -249,7 +250,8 @@ class MeConversationViewSet(AgentViewSet):
 
 IngestRecord = PolymorphicProxySerializer(
     component_name="IngestRecord",
-    serializers=list(RECORD_SERIALIZERS.values()),
+    # Activity's own kinds, and those other apps registered (ready() ran before URLs load).
+    serializers=[*RECORD_SERIALIZERS.values(), *activity_events.ingest_kind_schemas()],
     resource_type_field_name="type",
     many=True,
 )

@@ -74,15 +74,21 @@ def latency_histograms(
 class IngestKind:
     parse: Callable[[dict, str], dict]
     record: Callable[..., list[str]]  # record(*, agent, items: list[tuple[dict, str]])
+    # A serializer describing the record for the OpenAPI document (its `type` field names it).
+    schema: type | None = None
 
 
 _ingest_kinds: dict[str, IngestKind] = {}
 
 
 def ingest_kind_register(
-    name: str, *, parse: Callable[[dict, str], dict], record: Callable[..., list[str]]
+    name: str,
+    *,
+    parse: Callable[[dict, str], dict],
+    record: Callable[..., list[str]],
+    schema: type | None = None,
 ) -> None:
-    _ingest_kinds[name] = IngestKind(parse=parse, record=record)
+    _ingest_kinds[name] = IngestKind(parse=parse, record=record, schema=schema)
 
 
 def ingest_kind(name: str) -> IngestKind | None:
@@ -91,3 +97,7 @@ def ingest_kind(name: str) -> IngestKind | None:
 
 def ingest_kind_names() -> tuple[str, ...]:
     return tuple(_ingest_kinds)
+
+
+def ingest_kind_schemas() -> list[type]:
+    return [kind.schema for kind in _ingest_kinds.values() if kind.schema is not None]

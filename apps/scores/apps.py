@@ -10,6 +10,9 @@ class ScoresConfig(AppConfig):
         # (it imports nothing of scores), and the scores are written in the ingest's
         # transaction, after the runs and messages of the same batch.
         from apps.activity.events import ingest_kind_register
+        from apps.scores.serializers import ScoreRecordIn
         from apps.scores.services import scores_ingest, scores_ingest_parse
 
-        ingest_kind_register("score", parse=scores_ingest_parse, record=scores_ingest)
+        ingest_kind_register(
+            "score", parse=scores_ingest_parse, record=scores_ingest, schema=ScoreRecordIn
+        )

@@ -107,3 +107,9 @@ class ScoreConfigUpdateIn(serializers.Serializer):
 class FeedbackIn(serializers.Serializer):
     value = serializers.BooleanField(help_text="true: thumbs up; false: thumbs down.")
     comment = serializers.CharField(required=False, allow_null=True, max_length=2000)
+
+
+class ScoreRecordIn(ScoreCreateIn):
+    """A `score` record of POST /v1/ingest: a score's fields and `type`."""
+
+    type = serializers.ChoiceField(choices=["score"])
