@@ -9,6 +9,7 @@ from apps.activity import api_urls as activity
 from apps.api import views
 from apps.api.routing import agent_form_only, both_forms, plain_form_only
 from apps.knowledge import api_urls as knowledge
+from apps.scores import api_urls as scores
 from apps.tools import api_urls as tools
 from apps.usage import api_urls as usage
 from apps.webhooks import api_urls as webhooks
@@ -28,8 +29,9 @@ urlpatterns = [
         + workspaces.routes
         + usage.routes
         + tools.routes
+        + scores.routes
     ),
-    *plain_form_only(activity.browser_routes),
+    *plain_form_only(activity.browser_routes + scores.browser_routes),
     *agent_form_only(
         activity.agent_only_routes + knowledge.agent_only_routes + webhooks.agent_only_routes
     ),

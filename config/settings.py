@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "apps.knowledge",
     "apps.webhooks",
     "apps.usage",
+    "apps.scores",
     "apps.tools",
     "oauth2_provider",
     "apps.mcp_server",

@@ -28,6 +28,7 @@ urlpatterns = [
     path("knowledge/", include("apps.knowledge.urls")),
     path("webhooks/", include("apps.webhooks.urls")),
     path("", include("apps.usage.urls")),
+    path("scores/", include("apps.scores.urls")),
     path("tools/", include("apps.tools.urls")),
     path("", include("apps.mcp_server.urls")),
     path("", include("apps.retention.urls")),

@@ -17,6 +17,7 @@ from drf_spectacular.utils import (
 )
 
 from apps.activity import analytics, otlp, selectors
+from apps.activity import events as activity_events
 from apps.activity.rendering import (
     CONVERSATION,
     MESSAGE,
@@ -335,7 +336,8 @@ class MeConversationViewSet(AgentViewSet):
 
 IngestRecord = PolymorphicProxySerializer(
     component_name="IngestRecord",
-    serializers=list(RECORD_SERIALIZERS.values()),
+    # Activity's own kinds, and those other apps registered (ready() ran before URLs load).
+    serializers=[*RECORD_SERIALIZERS.values(), *activity_events.ingest_kind_schemas()],
     resource_type_field_name="type",
     many=True,
 )

@@ -6,6 +6,7 @@ none of them. Listeners run inside the recording transaction, so what they write
 rolls back with the run itself, and they must not do network I/O.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -58,3 +59,45 @@ def latency_histograms(
 ) -> dict[date, dict[int, int]] | None:
     """The days' histograms from the provider, or None without one."""
     return _latency_histograms.ask(agent_id, first_day, last_day)
+
+
+# --- Record kinds other apps add to POST /v1/ingest --------------------------------------------
+# A runtime records runs and what judges them in one batch: an app that owns a kind of record
+# (scores: `score`) registers it in its `AppConfig.ready()`. Activity validates each such
+# record with the kind's `parse` (a BadRequest names `label.field`) and, in the ingest's
+# transaction after its own records are written (so a record may name a run of the same
+# batch), hands all of them to `record`, which answers one outcome per record ("created",
+# "updated" or "unchanged"). Activity imports nothing of the app that registered the kind.
+
+
+@dataclass(frozen=True)
+class IngestKind:
+    parse: Callable[[dict, str], dict]
+    record: Callable[..., list[str]]  # record(*, agent, items: list[tuple[dict, str]])
+    # A serializer describing the record for the OpenAPI document (its `type` field names it).
+    schema: type | None = None
+
+
+_ingest_kinds: dict[str, IngestKind] = {}
+
+
+def ingest_kind_register(
+    name: str,
+    *,
+    parse: Callable[[dict, str], dict],
+    record: Callable[..., list[str]],
+    schema: type | None = None,
+) -> None:
+    _ingest_kinds[name] = IngestKind(parse=parse, record=record, schema=schema)
+
+
+def ingest_kind(name: str) -> IngestKind | None:
+    return _ingest_kinds.get(name)
+
+
+def ingest_kind_names() -> tuple[str, ...]:
+    return tuple(_ingest_kinds)
+
+
+def ingest_kind_schemas() -> list[type]:
+    return [kind.schema for kind in _ingest_kinds.values() if kind.schema is not None]

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from apps.activity import analytics, charts, selectors
+from apps.activity import analytics, charts, score_filters, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
 from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
@@ -123,6 +123,24 @@ def _dimension_choices(request: ConsoleRequest) -> dict:
         "environments": selectors.recent_run_values(agent=request.agent, field="environment"),
         "releases": selectors.recent_run_values(agent=request.agent, field="release"),
     }
+
+
+def _score_filtered(request: ConsoleRequest, queryset: QuerySet, column: str, sorts: ListSorts):
+    """The list narrowed by its score filter (apps.activity.score_filters), the list's orders
+    with "by this score" added when a score is chosen, the filter, and its error if any."""
+    try:
+        chosen = score_filters.score_filter_parse(request.GET)
+    except BadRequest as exc:
+        return queryset, sorts, score_filters.ScoreFilter(), exc.message
+    queryset = score_filters.score_filter_apply(
+        queryset, agent=request.agent, chosen=chosen, column=column
+    )
+    sorts = score_filters.sorts_with_score(sorts, agent=request.agent, chosen=chosen, column=column)
+    return queryset, sorts, chosen, None
+
+
+def _score_names(request: ConsoleRequest) -> list[str]:
+    return score_filters.score_names(agent=request.agent)
 
 
 # --- Overview ------------------------------------------------------------------------------------
@@ -320,8 +338,13 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
     queryset = selectors.conversation_list(
         agent=request.agent, filters=filters, title_search=search
     ).select_related("user")
-    ordered, keyset, sort_columns = sorted_list(selectors.CONVERSATION_SORTS, queryset, request.GET)
+    queryset, conversation_sorts, scored, score_error = _score_filtered(
+        request, queryset, "conversation_id", selectors.CONVERSATION_SORTS
+    )
+    error = error or score_error
+    ordered, keyset, sort_columns = sorted_list(conversation_sorts, queryset, request.GET)
     page, page_error = _page(request, ordered, keyset)
+    score_filters.score_summaries_attach(page.rows, agent=request.agent, column="conversation_id")
     count = bounded_count(queryset)
     totals = selectors.conversation_totals(
         agent=request.agent, conversation_ids=[row.id for row in page.rows]
@@ -339,7 +362,9 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         "statuses": RunStatus.values,
         "sources": Conversation.Source.values,
         **_dimension_choices(request),
-        "filtering": bool(filters or search),
+        "score_filter": scored,
+        "score_names": _score_names(request),
+        "filtering": bool(filters or search or scored),
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
     return render_page(
@@ -471,12 +496,19 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
     )
     error = error or user_error
     runs = selectors.run_list(agent=request.agent, filters=filters)
+    runs, run_sorts, scored, score_error = _score_filtered(
+        request, runs, "run_id", selectors.RUN_SORTS
+    )
+    error = error or score_error
     sorted_runs, keyset, sort_columns = sorted_list(
-        selectors.RUN_SORTS, runs.select_related("user"), request.GET
+        run_sorts, runs.select_related("user"), request.GET
     )
     page, page_error = _page(request, sorted_runs, keyset)
+    score_filters.score_summaries_attach(page.rows, agent=request.agent, column="run_id")
     context = {
         "section": "runs",
+        "score_filter": scored,
+        "score_names": _score_names(request),
         "sort_columns": sort_columns,
         "picked_user": picked_user,
         "count": bounded_count(runs),
@@ -486,7 +518,7 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         **_dimension_choices(request),
         "error": error or page_error,
         "statuses": RunStatus.values,
-        "filtering": bool(filters),
+        "filtering": bool(filters or scored),
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
     return render_page(request, "activity/run_list.html", context, partial="run-table")
@@ -612,14 +644,33 @@ def list_export(request: ConsoleRequest, name: str) -> HttpResponseBase:
         query = request.GET.copy()
         query.pop("format", None)
         return redirect(f"{reverse(export.list_url)}?{query.urlencode()}")
-    ordered, keyset, _headers = sorted_list(
-        export.sorts, export.query(request, filters), request.GET
-    )
+    queryset = export.query(request, filters)
+    sorts = export.sorts
+    column = {"runs": "run_id", "conversations": "conversation_id"}.get(name)
+    if column is None:
+        ordered, keyset, _headers = sorted_list(sorts, queryset, request.GET)
+        return export_response(
+            queryset=ordered,
+            keyset=keyset,
+            render=export.render,
+            columns=list(export.render(export.model())),
+            filename=f"{name}-{request.agent.pk}",
+            fmt=fmt,
+        )
+    # Runs and conversations carry their scores (a `scores` column after the API's fields).
+    queryset, sorts, _chosen, score_error = _score_filtered(request, queryset, column, sorts)
+    if score_error:
+        messages.error(request, f"Nothing exported: {score_error}")
+        return redirect(reverse(export.list_url))
+    ordered, keyset, _headers = sorted_list(sorts, queryset, request.GET)
     return export_response(
         queryset=ordered,
         keyset=keyset,
-        render=export.render,
-        columns=list(export.render(export.model())),
+        render=lambda row: {**export.render(row), "scores": row.export_scores},
+        columns=[*export.render(export.model()), "scores"],
         filename=f"{name}-{request.agent.pk}",
         fmt=fmt,
+        each_batch=lambda rows: score_filters.export_scores_attach(
+            rows, agent=request.agent, column=column
+        ),
     )

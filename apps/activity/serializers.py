@@ -18,7 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.activity import dimensions
+from apps.activity import dimensions, events
 from apps.activity.models import (
     ID_MAX_LENGTH,
     Conversation,
@@ -547,7 +547,14 @@ def record_parse(item, *, label: str) -> Record:
     kind = item.get("type")
     serializer_class = RECORD_SERIALIZERS.get(kind) if isinstance(kind, str) else None
     if serializer_class is None or not isinstance(kind, str):
-        raise BadRequest(f"{label}.type: must be one of: {', '.join(RECORD_SERIALIZERS)}.")
+        other = events.ingest_kind(kind) if isinstance(kind, str) else None
+        if other is not None and isinstance(kind, str):  # another app's kind (activity.events)
+            parsed = other.parse(
+                {name: value for name, value in item.items() if name != "type"}, label
+            )
+            return Record(kind=kind, fields=parsed, label=label)
+        kinds = [*RECORD_SERIALIZERS, *events.ingest_kind_names()]
+        raise BadRequest(f"{label}.type: must be one of: {', '.join(kinds)}.")
     serializer, compiled = _validator(kind)
     fields = compiled(item)
     if fields is None:  # not certain: the serializer decides, and words the error

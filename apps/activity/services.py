@@ -27,6 +27,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from apps.activity import events
 from apps.activity.models import EndUser, StepKind
 from apps.activity.recording import (
     CREATED,
@@ -38,7 +39,7 @@ from apps.activity.recording import (
     step_bounded,
     wanted_of,
 )
-from apps.activity.serializers import Record
+from apps.activity.serializers import RECORD_SERIALIZERS, Record
 from apps.common.errors import BadRequest
 from apps.common.time import iso
 from apps.knowledge.events import KnowledgeSearched
@@ -70,6 +71,10 @@ class RecordResult:
         }
 
 
+# The kinds activity records itself.
+KINDS = frozenset(RECORD_SERIALIZERS)
+
+
 def activity_record(*, agent: Agent, records: Iterable[Record]) -> RecordResult:
     """Record validated records in order, all in one transaction: one bad record keeps none.
 
@@ -78,12 +83,24 @@ def activity_record(*, agent: Agent, records: Iterable[Record]) -> RecordResult:
     table, whatever the number of records."""
     records = list(records)
     result = RecordResult()
+    # Kinds other apps registered (apps.activity.events), written after activity's own.
+    others: dict[str, list[tuple[dict, str]]] = {}
     with transaction.atomic():
         unit = Unit(agent)
-        unit.prefetch(wanted_of((record.kind, record.fields) for record in records))
+        unit.prefetch(
+            wanted_of((record.kind, record.fields) for record in records if record.kind in KINDS)
+        )
         for record in records:
-            result.count(unit.record(record.kind, record.fields, record.label))
+            if record.kind in KINDS:
+                result.count(unit.record(record.kind, record.fields, record.label))
+            else:
+                others.setdefault(record.kind, []).append((record.fields, record.label))
         unit.flush()
+        for kind, items in others.items():
+            registered = events.ingest_kind(kind)
+            assert registered is not None  # records_parse let only registered kinds through
+            for outcome in registered.record(agent=agent, items=items):
+                result.count(outcome)
     return result
 
 

@@ -9,7 +9,8 @@ from apps.common.errors import InsufficientScope
 
 WRONG_KIND_MESSAGES = {
     "browser_token": "A browser token can only read its end user's own conversations "
-    "(GET /v1/me/conversations and /v1/me/conversations/{id}/messages); "
+    "(GET /v1/me/conversations and /v1/me/conversations/{id}/messages) and give feedback "
+    "on their messages (PUT /v1/me/messages/{id}/feedback); "
     "this operation needs an API key with the '{scope}' permission.",
     "api_key": "This operation serves browser tokens only, which name one end user; "
     "with an API key read /v1/conversations?user_id=... instead ('{scope}').",

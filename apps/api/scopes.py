@@ -24,6 +24,8 @@ CONTRACT_SCOPES: dict[str, str] = {
 EXTENSION_SCOPES: dict[str, str] = {
     "activity:write": "Record activity from the Agent runtime (POST /v1/ingest)",
     "audit_log:read": "Read the workspace's audit log (owner required)",
+    "scores:read": "Read scores and score configs (GET /v1/scores, /v1/score_configs)",
+    "scores:write": "Record and delete scores, manage score configs",
 }
 
 ALL_SCOPES: dict[str, str] = {**CONTRACT_SCOPES, **EXTENSION_SCOPES}

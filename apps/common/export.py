@@ -25,12 +25,20 @@ FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 
 
 def keyset_iterate(
-    queryset: QuerySet, *, keyset: Keyset, batch_size: int = BATCH_SIZE
+    queryset: QuerySet,
+    *,
+    keyset: Keyset,
+    batch_size: int = BATCH_SIZE,
+    each_batch: Callable[[list], None] | None = None,
 ) -> Iterator[Model]:
-    """Every row of `queryset` in the keyset's order, fetched `batch_size` rows at a time."""
+    """Every row of `queryset` in the keyset's order, fetched `batch_size` rows at a time;
+    `each_batch` sees each batch before its rows are yielded (to read what goes with them in
+    one query per batch)."""
     ordered = queryset.order_by(*keyset.order_by)
     batch = list(ordered[:batch_size])
     while batch:
+        if each_batch is not None:
+            each_batch(batch)
         yield from batch
         if len(batch) < batch_size:
             return
@@ -87,10 +95,11 @@ def export_response(
     columns: list[str],
     filename: str,
     fmt: str,
+    each_batch: Callable[[list], None] | None = None,
 ) -> StreamingHttpResponse:
     """A download of every row of `queryset` rendered by `render` (the API's own output
     function, so an export has exactly the API's fields)."""
-    rows = (render(row) for row in keyset_iterate(queryset, keyset=keyset))
+    rows = (render(row) for row in keyset_iterate(queryset, keyset=keyset, each_batch=each_batch))
     content = _csv_lines(rows, columns) if fmt == "csv" else _json_array(rows)
     response = StreamingHttpResponse(content, content_type=FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'

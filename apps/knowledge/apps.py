@@ -33,6 +33,17 @@ class KnowledgeConfig(AppConfig):
         provide_document_finder(_known_document_ids)
         # The unanswered-questions sweep is a task of its own module (apps.knowledge.gaps).
         import apps.knowledge.gaps.tasks  # noqa: F401
+        from apps.scores.events import on_run_feedback_changed
+
+        on_run_feedback_changed(_run_feedback_changed)
+
+
+def _run_feedback_changed(event) -> None:
+    """A run got (or lost) an end user's thumbs down: its retrieval questions join (or leave)
+    the Unanswered questions, and its documents' share of disliked runs follows."""
+    from apps.knowledge.gaps.feedback import runs_feedback_record
+
+    runs_feedback_record(agent_id=event.agent_id, run_ids={event.run_id}, negative=event.negative)
 
 
 def _known_document_ids(agent, ids: set[str]) -> set[str]:

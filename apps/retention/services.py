@@ -17,6 +17,7 @@ from apps.common.errors import BadRequest
 from apps.knowledge.retention import versions_prune_superseded
 from apps.retention.events import activity_purged
 from apps.retention.models import RetentionPolicy
+from apps.scores.retention import scores_purge_batch
 from apps.webhooks.retention import deliveries_purge_batch
 from apps.workspaces.audit import SYSTEM_ACTOR, audit_events_purge_batch, audit_record
 from apps.workspaces.models import Agent, Workspace
@@ -141,6 +142,7 @@ def retention_apply(
         before = now - timedelta(days=days)
         purged = Purged()
         deliveries = 0
+        scores = 0
         agent_ids = Agent.objects.filter(workspace=workspace).order_by("pk")
         for agent_id in agent_ids.values_list("pk", flat=True):
             batches, done = _drain(
@@ -160,13 +162,19 @@ def retention_apply(
                     partial(deliveries_purge_batch, agent_id=agent_id, before=before), deadline
                 )
                 deliveries += sum(batch.deliveries for batch in batches)
+            if done:
+                # And a score once its conversation is gone.
+                batches, done = _drain(
+                    partial(scores_purge_batch, agent_id=agent_id, before=before), deadline
+                )
+                scores += sum(batch.scores for batch in batches)
             if not done:
                 result.finished = False
                 break
-        if purged.conversations or deliveries:
+        if purged.conversations or deliveries or scores:
             result.purged[workspace.pk] = purged
             result.webhook_deliveries[workspace.pk] = deliveries
-            counts = {**purged.counts(), "webhook_deliveries": deliveries}
+            counts = {**purged.counts(), "webhook_deliveries": deliveries, "scores": scores}
             _audit(
                 workspace.pk,
                 "retention.activity_purged",

@@ -17,3 +17,9 @@ class WebhooksConfig(AppConfig):
 
         on_runs_recorded(delivery_record_on_runs_recorded)
         on_threshold_reached(delivery_record_on_threshold_reached)
+
+        # And to scores: every new score is a `score.created` delivery when subscribed.
+        from apps.scores.events import on_scores_created
+        from apps.webhooks.services.outbox import delivery_record_on_scores_created
+
+        on_scores_created(delivery_record_on_scores_created)

@@ -15,7 +15,10 @@ from apps.common.ids import id_factory
 # limit (apps.usage); its deliveries carry no run (`run_id` null).
 USAGE_THRESHOLD_EVENT = "usage.threshold_reached"
 RUN_EVENT_TYPES = ("run.completed", "run.failed", "run.aborted")
-EVENT_TYPES = (*RUN_EVENT_TYPES, USAGE_THRESHOLD_EVENT)
+# `score.created` is a new score (apps.scores): an API or ingest score, an end user's first
+# feedback on a message, a score added in the console; its deliveries carry its run, if any.
+SCORE_CREATED_EVENT = "score.created"
+EVENT_TYPES = (*RUN_EVENT_TYPES, USAGE_THRESHOLD_EVENT, SCORE_CREATED_EVENT)
 
 
 class Webhook(models.Model):

@@ -81,6 +81,11 @@ AUDIT_ACTIONS: dict[str, str] = {
     "api_key.revoked": "An API key was revoked",
     "connected_app.connected": "An application was connected over OAuth",
     "connected_app.disconnected": "A connected application was disconnected",
+    "score.deleted": "Scores were deleted from the console (their count)",
+    "score_config.created": "A score config was created",
+    "score_config.updated": "A score config's range, categories or description changed",
+    "score_config.archived": "A score config was archived (its name is free-form again)",
+    "score_config.restored": "An archived score config was restored",
     "webhook.updated": "The webhook's URL, events, enabled or paused state changed",
     "webhook.paused": "The service paused the webhook after repeated failures",
     "webhook.secret_revealed": "The webhook's signing secret was shown",
@@ -155,6 +160,11 @@ def actor_of_request(request: HttpRequest | None) -> Actor:
     if user is not None and user.is_authenticated:
         return actor_for_user(user)
     return SYSTEM_ACTOR
+
+
+def current_actor() -> Actor:
+    """Who is acting in the request being served now (the system outside one)."""
+    return actor_of_request(_request.get())
 
 
 def client_ip(request: HttpRequest) -> str | None:

@@ -50,6 +50,7 @@ NAVIGATION = (
     ("Users", "activity:user_list", "users", False),
     ("Runs", "activity:run_list", "runs", False),
     ("Performance", "activity:performance", "performance", False),
+    ("Scores", "scores:score_list", "scores", False),
     ("Usage", "usage:usage_overview", "usage", False),
     ("Knowledge", "knowledge:document_list", "knowledge", False),
     ("Unanswered questions", "knowledge:gap_list", "gaps", False),

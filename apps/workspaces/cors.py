@@ -41,8 +41,12 @@ def _allowed(request: HttpRequest, response: HttpResponse, origin: str) -> bool:
     return origin.rstrip("/").lower() in agent_allowed_origins(agent=credential.agent)
 
 
-def browser_cors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Wrap a /v1/me view with the CORS rules above."""
+def browser_cors(
+    view: Callable[..., HttpResponse], *, methods: tuple[str, ...] = ("GET",)
+) -> Callable[..., HttpResponse]:
+    """Wrap a /v1/me view with the CORS rules above; `methods` are those the preflight
+    allows (a write also sends `Content-Type: application/json`, which needs a preflight).
+    A write refuses a foreign origin itself: CORS only withholds the answer."""
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
@@ -50,8 +54,10 @@ def browser_cors(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
         if _is_preflight(request):
             response = HttpResponse(status=204)
             response["Access-Control-Allow-Origin"] = origin
-            response["Access-Control-Allow-Methods"] = "GET"
-            response["Access-Control-Allow-Headers"] = "Authorization"
+            response["Access-Control-Allow-Methods"] = ", ".join(methods)
+            response["Access-Control-Allow-Headers"] = (
+                "Authorization" if methods == ("GET",) else "Authorization, Content-Type"
+            )
             response["Access-Control-Max-Age"] = str(PREFLIGHT_MAX_AGE_SECONDS)
             patch_vary_headers(response, ["Origin"])
             return response

@@ -22,8 +22,10 @@ from apps.workspaces.services import api_key_authenticate
 
 CredentialKind = Literal["api_key", "browser_token", "resource_token"]
 
-# A browser token reads its end user's own conversations and their messages, nothing else.
-BROWSER_TOKEN_SCOPES = frozenset({"conversations:read"})
+# A browser token reads its end user's own conversations and their messages, and gives that
+# user's feedback on the assistant's messages (/v1/me/messages/{id}/feedback), nothing else:
+# every other view serves API keys only (`credential_kinds`).
+BROWSER_TOKEN_SCOPES = frozenset({"conversations:read", "scores:write"})
 
 
 class GrantToken(Protocol):

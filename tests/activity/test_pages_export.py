@@ -41,7 +41,9 @@ def test_runs_export_as_csv_has_the_filtered_rows_and_the_api_columns(signed_in,
     assert response["Content-Disposition"] == f'attachment; filename="runs-{agent.pk}.csv"'
     rows = list(csv.DictReader(io.StringIO(_body(response).decode())))
     assert [row["id"] for row in rows] == [failed.id]
-    assert list(rows[0]) == list(run_to_dict(failed))
+    # The API's columns, then the run's scores (apps.activity.score_filters).
+    assert list(rows[0]) == [*run_to_dict(failed), "scores"]
+    assert rows[0]["scores"] == "[]"
     assert rows[0]["tool_names"] == '["a","b"]'
     assert rows[0]["effort"] == ""  # null
 

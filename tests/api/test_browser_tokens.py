@@ -239,7 +239,7 @@ def test_connection_tells_a_browser_token(minter, agent):
     assert body["credential"]["kind"] == "browser_token"
     assert body["credential"]["user_id"] == minted["user_id"]
     assert body["credential"]["expires_at"] == minted["expires_at"]
-    assert body["scopes"] == ["conversations:read"]
+    assert body["scopes"] == ["conversations:read", "scores:write"]  # its feedback: docs/scores.md
     assert body["is_owner"] is False
     assert body["agent"]["id"] == agent.pk
     assert minted["token"] not in str(body)

@@ -84,6 +84,7 @@ def test_expired_conversations_go_with_their_messages_and_runs_and_usage_stays(
         "messages": 1,
         "runs": 2,
         "webhook_deliveries": 0,
+        "scores": 0,
     }
 
 
@@ -230,6 +231,7 @@ def test_run_steps_and_webhook_deliveries_go_with_their_run(agent, workspace, pu
         "messages": 0,
         "runs": 1,
         "webhook_deliveries": 2,
+        "scores": 0,
     }
 
 

@@ -1,22 +1,8 @@
 """End users' negative feedback on runs that used retrieval: the one place it comes in.
 
->>> WIRING (for the lead, once apps/scores is merged) <<<
-apps/scores records an end user's thumbs down as a Score (source `end_user`, name
-`user_feedback`, data_type boolean, value false) on a message, with its run. Knowledge may not
-import scores' services (docs/architecture.md); it listens. In `KnowledgeConfig.ready()`
-(apps/knowledge/apps.py), subscribe to what scores announces when a score is written, changed or
-deleted, and call `runs_feedback_record` with the run ids of the feedback scores in it:
-
-    from apps.scores.events import on_score_recorded   # the name scores gives its announcement
-
-    def _feedback(event) -> None:
-        from apps.knowledge.gaps.feedback import runs_feedback_record
-        score = event.score
-        if score.source == "end_user" and score.name == "user_feedback" and score.run_id:
-            runs_feedback_record(agent_id=score.agent_id, run_ids={score.run_id},
-                                 negative=score.value is False and not event.deleted)
-
-    on_score_recorded(_feedback)
+apps/scores records an end user's thumbs on a message, with its run, and announces
+`RunFeedbackChanged` (whether the run now has any thumbs down) when one is given, changed or
+withdrawn; `KnowledgeConfig.ready()` listens and calls `runs_feedback_record` below.
 
 That is all: the gaps (the runs' questions join the Unanswered questions page, counted in each
 group's `negative_feedback_count`) and the document page's share of retrieving runs with

@@ -13,9 +13,11 @@ from apps.activity.models import Run
 from apps.activity.rendering import run_to_dict
 from apps.common.errors import BadRequest, Conflict, NotFound
 from apps.common.ids import new_id
+from apps.scores.events import score_example
 from apps.usage.events import threshold_example
 from apps.webhooks.models import (
     EVENT_TYPES,
+    SCORE_CREATED_EVENT,
     USAGE_THRESHOLD_EVENT,
     ClaimKind,
     DeliveryStatus,
@@ -163,6 +165,8 @@ def delivery_send_test(*, agent, event_type: str | None = None) -> WebhookDelive
     now = timezone.now()
     if event_type == USAGE_THRESHOLD_EVENT:
         data, run_id = threshold_example(workspace_id=agent.workspace_id, now=now), None
+    elif event_type == SCORE_CREATED_EVENT:
+        data, run_id = score_example(now=now), None
     else:
         data = _sample_run(agent=agent, status=event_type.removeprefix("run."), now=now)
         run_id = data["id"]

@@ -14,11 +14,21 @@ from apps.activity.events import RunRecorded
 from apps.activity.models import Run
 from apps.activity.rendering import run_to_dict
 from apps.common.time import iso
+from apps.scores.events import ScoresCreated
+from apps.scores.rendering import score_to_dict
 from apps.usage.events import ThresholdAnnounced
-from apps.webhooks.models import USAGE_THRESHOLD_EVENT, DeliveryStatus, Webhook, WebhookDelivery
+from apps.webhooks.models import (
+    SCORE_CREATED_EVENT,
+    USAGE_THRESHOLD_EVENT,
+    DeliveryStatus,
+    Webhook,
+    WebhookDelivery,
+)
 from apps.webhooks.services.dispatch import _enqueue_deliver
 
 END_STATUSES = ("completed", "failed", "aborted")
+# New scores' deliveries queued right after commit; the dispatcher sends the rest.
+SCORE_SENDS_QUEUED = 20
 
 
 def event_body(*, event_type: str, at: datetime, data: dict) -> str:
@@ -148,3 +158,42 @@ def delivery_record_for_usage_threshold(
             transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)
         deliveries.append(delivery)
     return deliveries
+
+
+def delivery_record_on_scores_created(event: ScoresCreated) -> None:
+    """The listener scores announces new scores to (registered in WebhooksConfig): one
+    `score.created` delivery per new score when the Agent's webhook is subscribed. A score is
+    announced once (only when it is new), so its delivery needs no unique key; `run_id` stays
+    null (a run has many scores; the unique key of run events is one per run and event).
+    A batch of 1,000 scores queues its first few sends after commit and leaves the rest to
+    the dispatcher's sweep (`webhooks.dispatch_due`), instead of 1,000 broker round trips in
+    the request."""
+    webhook = Webhook.objects.filter(agent_id=event.agent_id).first()
+    if (
+        webhook is None
+        or not webhook.enabled
+        or not webhook.url
+        or SCORE_CREATED_EVENT not in webhook.events
+    ):
+        return
+    now = timezone.now()
+    held = webhook.paused_at is not None
+    new = [
+        WebhookDelivery(
+            webhook=webhook,
+            agent_id=event.agent_id,
+            run_id=None,
+            event_type=SCORE_CREATED_EVENT,
+            is_test=False,
+            body=event_body(event_type=SCORE_CREATED_EVENT, at=now, data=score_to_dict(score)),
+            status=DeliveryStatus.PAUSED if held else DeliveryStatus.PENDING,
+            next_attempt_at=None if held else now,
+            created_at=now,
+            updated_at=now,
+        )
+        for score in event.scores
+    ]
+    WebhookDelivery.objects.bulk_create(new)
+    if not held:
+        for delivery in new[:SCORE_SENDS_QUEUED]:
+            transaction.on_commit(partial(_enqueue_deliver, delivery.pk), robust=True)

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand
 
 from apps.activity.demo import activity_seed_demo
 from apps.knowledge.demo import knowledge_seed_demo
+from apps.scores.demo import scores_seed_demo
 from apps.usage.services import rollup_rebuild
 from apps.webhooks.demo import webhook_seed_demo
 from apps.workspaces.demo import demo_seed
@@ -27,6 +28,7 @@ class Command(BaseCommand):
         rollup_rebuild(agent_ids=[demo["agent"].pk])
         articles = knowledge_seed_demo(agent=demo["agent"])
         webhook = webhook_seed_demo(agent=demo["agent"])
+        scores_seed_demo(agent=demo["agent"])
         result = {
             "workspace_id": demo["workspace"].pk,
             "agent_id": demo["agent"].pk,
