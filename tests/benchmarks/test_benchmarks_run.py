@@ -36,10 +36,15 @@ SCRIPTS: dict[str, list[str]] = {
     # More than a page of 100 Agents and of revisions: the deep cursor is walked.
     "agent_revisions.py": ["--revisions", "150", "--agents", "120", "--requests", "1",
                            "--repeats", "1"],
-    # Ours under gunicorn, the Python load loop standing in for wrk. The stock build's
-    # settings, URLs and cursor are run by api_request_cost.py and profile_request.py.
+    # Ours under gunicorn, loaded by each of the two load generators: wrk (`make test`
+    # installs it; one connection, so one wrk thread) and the Python loop that stands in for it
+    # where wrk is absent. The stock build's settings, URLs and cursor are run by
+    # api_request_cost.py and profile_request.py.
     "api_lists.py": ["--runs", "300", "--rounds", "1", "--seconds", "1", "--warmup", "0",
-                     "--connections", "1", "--no-baseline"],
+                     "--connections", "1", "--no-baseline", "--load", "wrk"],
+    "api_lists.py --load python": ["--runs", "300", "--rounds", "1", "--seconds", "1",
+                                   "--warmup", "0", "--connections", "1", "--no-baseline",
+                                   "--load", "python"],
     # Reads the runs api_lists.py filled: it comes after it.
     "api_request_cost.py": ["--requests", "1", "--repeats", "1"],
     # Fills users, documents, deliveries and audit entries beside the runs above; every sorted
@@ -87,6 +92,7 @@ RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevanc
 
 pytestmark = [
     pytest.mark.skipif(not settings.IS_POSTGRES, reason="the benchmarks run on PostgreSQL"),
+    pytest.mark.benchmark,
     pytest.mark.xdist_group("benchmarks"),
 ]
 
@@ -144,6 +150,10 @@ def test_script_runs_at_a_tiny_size(
     script: str, bench_database: str, small_corpus: Path, tmp_path: Path
 ) -> None:
     arguments = list(SCRIPTS[script])
+    if "wrk" in arguments and shutil.which("wrk") is None:
+        pytest.fail(
+            "wrk is not installed; `make test` installs it (scripts/install_os_packages.sh)"
+        )
     if script == "extraction.py":
         arguments += ["--corpus", str(small_corpus)]
     env = {
@@ -184,3 +194,31 @@ def test_script_runs_at_a_tiny_size(
         f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     )
     assert result.stdout.strip(), f"{script} printed nothing"
+
+
+def test_a_failing_wrk_ends_the_benchmark_with_its_message(tmp_path: Path, monkeypatch) -> None:
+    """wrk's refusals (a bad option, an unreachable URL) end api_lists.py with wrk's own words,
+    not a bare status, whichever the load generator's version."""
+    from benchmarks.api_lists import load_with_wrk
+
+    stub = tmp_path / "bin" / "wrk"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\necho 'number of connections must be >= threads' >&2\nexit 1\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(SystemExit, match="wrk exited with status 1: number of connections must"):
+        load_with_wrk("http://127.0.0.1:9/v1/runs", "key", 1, 1)
+
+
+def test_wrk_is_given_no_more_threads_than_connections(httpserver) -> None:
+    """The real wrk (`make test` installs it) against a local server with one connection: the
+    tiny size's case, which wrk refused with two threads."""
+    from benchmarks.api_lists import load_with_wrk
+
+    if shutil.which("wrk") is None:
+        pytest.fail(
+            "wrk is not installed; `make test` installs it (scripts/install_os_packages.sh)"
+        )
+    httpserver.expect_request("/v1/runs").respond_with_data("{}", content_type="application/json")
+    rate, p99 = load_with_wrk(httpserver.url_for("/v1/runs"), "key", 1, 1)
+    assert rate > 0 and p99 > 0
