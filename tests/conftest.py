@@ -185,6 +185,21 @@ def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     settings.OAUTH_TOKEN_RATE_LIMIT = "100000/minute"
 
 
+def pytest_collection_modifyitems(items):
+    """A test that asks for `celery_worker_process` starts a worker: it carries the marker."""
+    for item in items:
+        if "celery_worker_process" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.worker)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Tell tests/workers.py which test is starting, for its check of the `worker` marker."""
+    from tests import workers
+
+    workers.running_test = item
+
+
 def pytest_configure(config):
     """Start each run with an empty metrics folder (every process of the run, test workers and
     their Celery workers, writes its samples there), as production does at start-up. Only the
