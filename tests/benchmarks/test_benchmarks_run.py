@@ -5,8 +5,9 @@ Each script runs as docs/performance.md runs it, a process of its own, with the 
 below. Every database it is told of is one of its own on the run's PostgreSQL server, named
 after the run's test database and dropped afterwards; Redis is the run's (scripts that stop
 Redis start their own); corpus, media and broker folders are temporary. Never a development
-database. The tests run one after the other on one xdist worker: they share that database, and
-the first to migrate it spares the others.
+database. The tests run one after the other on one xdist worker: they share that database,
+migrated before the first (a copy of the test database), and interactive_queue.py makes its
+own again from a pristine copy instead of migrating from the start.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -108,28 +110,54 @@ def test_every_script_of_benchmarks_has_a_run_here() -> None:
         assert script in test.read_text() and "smoke" in test.read_text()
 
 
+@dataclass(frozen=True)
+class BenchDatabases:
+    url: str  # the scripts' database
+    template: str  # a migrated database nothing connects to, for scripts that make theirs again
+
+
 @pytest.fixture(scope="module")
-def bench_database(django_db_setup, django_db_blocker) -> Iterator[str]:
-    """A database of the benchmarks' own beside the run's test database, dropped after: a copy
-    of the test database, migrated already, when it exists and nothing holds it open (else the
-    scripts migrate it)."""
+def bench_database(django_db_setup, django_db_blocker) -> Iterator[BenchDatabases]:
+    """A database of the benchmarks' own beside the run's test database, migrated, dropped
+    after: a copy of the test database when it exists and nothing holds it open, else migrated
+    here once. Beside it a pristine copy, the template of the scripts that drop and make
+    their database again (interactive_queue.py), so no script migrates from the start."""
     with django_db_blocker.unblock():
         connection.close()
     db = connection.settings_dict
-    test_name = db["TEST"].get("NAME") or f"test_{db['NAME']}"
+    # The test database's name once django_db_setup has made it; when no test of the run needs
+    # it (this module alone), still the configured database's, never copied.
+    test_name = db["NAME"] if db["NAME"].startswith("test_") else None
     server = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-    name = f"{test_name}_bench"
+    name = f"{test_name or 'test_' + db['NAME']}_bench"
+    template = f"{name}_template"
+
+    def drop(admin: psycopg.Connection) -> None:
+        for database in (name, template):
+            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        try:
-            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{test_name}"')
-        except (psycopg.errors.ObjectInUse, psycopg.errors.InvalidCatalogName):
-            admin.execute(f'CREATE DATABASE "{name}"')
+        drop(admin)
+        copied = False
+        if test_name:
+            try:
+                admin.execute(f'CREATE DATABASE "{template}" TEMPLATE "{test_name}"')
+                copied = True
+            except (psycopg.errors.ObjectInUse, psycopg.errors.InvalidCatalogName):
+                pass
+        if not copied:
+            admin.execute(f'CREATE DATABASE "{template}"')
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+                cwd=ROOT, env={**os.environ, "DATABASE_URL": f"{server}/{template}"},
+                check=True, timeout=600,
+            )  # fmt: skip
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     try:
-        yield f"{server}/{name}"
+        yield BenchDatabases(url=f"{server}/{name}", template=template)
     finally:
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            drop(admin)
 
 
 @pytest.fixture(scope="module")
@@ -145,33 +173,33 @@ def small_corpus(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_script_runs_at_a_tiny_size(
-    script: str, bench_database: str, small_corpus: Path, tmp_path: Path
-) -> None:
-    arguments = list(SCRIPTS[script])
-    if "wrk" in arguments and shutil.which("wrk") is None:
-        pytest.fail(
-            "wrk is not installed; `make test` installs it (scripts/install_os_packages.sh)"
-        )
-    if script == "extraction.py":
-        arguments += ["--corpus", str(small_corpus)]
+def run_script(
+    script: str,
+    arguments: list[str],
+    databases: BenchDatabases,
+    corpus: Path,
+    tmp_path: Path,
+    **extra: str,
+) -> subprocess.CompletedProcess:
+    """The script run as docs/performance.md runs it, told of the benchmarks' databases only.
+    MARKITDOWN_PYTHON only when given in `extra`."""
+    url = databases.url
     env = {
         **os.environ,
         # Every database a script may be pointed at: the benchmarks' own.
-        "DATABASE_URL": bench_database,
-        "BENCH_DATABASE_URL": bench_database,
-        "BENCH_USAGE_DATABASE_URL": bench_database,
-        "BENCH_DASH_DATABASE_URL": bench_database,
-        "PROFILE_DATABASE_URL": bench_database,
-        "DRILL_DATABASE_URL": bench_database,
-        "MEMORY_DATABASE_URL": bench_database,
-        "RUN_PAGE_DATABASE_URL": bench_database,
-        "CALIBRATION_DATABASE_URL": bench_database,
-        "RECORDING_DATABASE_URL": bench_database,
-        "BENCH_SCALE_DATABASE_URL": bench_database,
+        "DATABASE_URL": url,
+        "BENCH_DATABASE_URL": url,
+        "BENCH_USAGE_DATABASE_URL": url,
+        "BENCH_DASH_DATABASE_URL": url,
+        "PROFILE_DATABASE_URL": url,
+        "DRILL_DATABASE_URL": url,
+        "MEMORY_DATABASE_URL": url,
+        "RUN_PAGE_DATABASE_URL": url,
+        "CALIBRATION_DATABASE_URL": url,
+        "RECORDING_DATABASE_URL": url,
+        "BENCH_SCALE_DATABASE_URL": url,
         "REDIS_URL": settings.REDIS_URL,
-        "CORPUS_DIR": str(small_corpus),
+        "CORPUS_DIR": str(corpus),
         "VAR_DIR": str(tmp_path / "var"),
         "MEDIA_ROOT": str(tmp_path / "media"),
         "TMPDIR": str(tmp_path),
@@ -182,18 +210,65 @@ def test_script_runs_at_a_tiny_size(
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("MARKITDOWN_PYTHON", None)
-    result = subprocess.run(
+    env.update(extra)
+    return subprocess.run(
         [sys.executable, str(BENCHMARKS / script.split()[0]), *arguments],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
-    )
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_runs_at_a_tiny_size(
+    script: str, bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
+) -> None:
+    arguments = list(SCRIPTS[script])
+    if "wrk" in arguments and shutil.which("wrk") is None:
+        pytest.fail(
+            "wrk is not installed; `make test` installs it (scripts/install_os_packages.sh)"
+        )
+    if script == "extraction.py":
+        arguments += ["--corpus", str(small_corpus)]
+    if script == "interactive_queue.py":
+        arguments += ["--template", bench_database.template]
+    result = run_script(script, arguments, bench_database, small_corpus, tmp_path)
     assert result.returncode == 0, (
         f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     )
     assert result.stdout.strip(), f"{script} printed nothing"
+
+
+def test_pdf_vs_markitdown_beside_markitdown(
+    bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
+) -> None:
+    """The comparison itself, when the developer has MarkItDown's interpreter at hand (the run
+    above takes the path without it)."""
+    python = os.environ.get("MARKITDOWN_PYTHON")
+    if not python:
+        pytest.skip("MARKITDOWN_PYTHON is not set (benchmarks/pdf_vs_markitdown.py says how)")
+    result = run_script(
+        "pdf_vs_markitdown.py", ["--repeats", "1"], bench_database, small_corpus, tmp_path,
+        MARKITDOWN_PYTHON=python,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "MarkItDown's time" in result.stdout, result.stdout
+
+
+def test_pdf_vs_markitdown_says_why_markitdown_failed(
+    bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
+) -> None:
+    """MARKITDOWN_PYTHON naming an interpreter without MarkItDown (ours): the run ends with
+    that interpreter's own error, not a bare CalledProcessError."""
+    result = run_script(
+        "pdf_vs_markitdown.py", ["--repeats", "1"], bench_database, small_corpus, tmp_path,
+        MARKITDOWN_PYTHON=sys.executable,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "exited with status 1" in result.stderr, result.stderr[-3000:]
+    assert "No module named 'markitdown'" in result.stderr, result.stderr[-3000:]
 
 
 def test_a_failing_wrk_ends_the_benchmark_with_its_message(tmp_path: Path, monkeypatch) -> None:
