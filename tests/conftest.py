@@ -175,6 +175,18 @@ def _celery_queue_per_test_process(worker_id):
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _passwords_hashed_for_tests():
+    """Passwords hashed with 1,000 PBKDF2 iterations in the test processes (tests/passwords.py);
+    the production hashers stay listed, so a hash made elsewhere still checks."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    hashers = ["tests.passwords.FastPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
+    with override_settings(PASSWORD_HASHERS=hashers):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     """No test writes uploaded files into the project's var/ folder."""
