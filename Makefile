@@ -46,10 +46,11 @@ test-postgres:
 
 # The loop to run while working (README): every test that needs no browser, Celery worker,
 # Node or benchmark run (pyproject's markers), on PostgreSQL and Redis; `make test` runs them all.
+# The test databases are kept between runs (--reuse-db; new migrations are applied).
 FAST_MARKERS := not browser and not worker and not node and not benchmark
 test-fast: install services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
-		$(UV) run pytest -n 2 --dist loadgroup -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+		$(UV) run pytest -n 2 --dist loadgroup --reuse-db -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 test-sqlite-smoke:
 	DATABASE_URL=sqlite:///$(CURDIR)/var/smoke.sqlite3 REDIS_URL= VAR_DIR=$(CURDIR)/var/smoke \

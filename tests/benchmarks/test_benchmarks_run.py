@@ -5,9 +5,9 @@ Each script runs as docs/performance.md runs it, a process of its own, with the 
 below. Every database it is told of is one of its own on the run's PostgreSQL server, named
 after the run's test database and dropped afterwards; Redis is the run's (scripts that stop
 Redis start their own); corpus, media and broker folders are temporary. Never a development
-database. The tests run one after the other on one xdist worker: they share that database,
-migrated before the first (a copy of the test database), and interactive_queue.py makes its
-own again from a pristine copy instead of migrating from the start.
+database. The tests of a group (below) run one after the other on one xdist worker: they share
+that worker's benchmark database, migrated before the first (a copy of the test database), and
+interactive_queue.py makes it again from a pristine copy instead of migrating from the start.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.corpus import CORPUS_DIR as CORPUS
+from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BENCHMARKS = ROOT / "benchmarks"
@@ -92,13 +93,24 @@ SCRIPTS: dict[str, list[str]] = {
 # Scripts whose smoke run lives beside their own tests.
 RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevance_benchmark.py"}
 
+# Two xdist groups, each run in order by one test process on that process's benchmark
+# database: the scripts that start the service's own workers and Redis (the longest runs; the
+# last of them makes the database again), and all the others. In one group they were one unit
+# of about half the suite's work on a loaded machine; in two, a process that is done with the
+# browser tests takes the second.
+SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "interactive_queue.py")
+# Scripts that serve on a fixed port unless told another.
+PORT_SCRIPTS = ("api_lists.py", "recording.py")
+DATA_GROUP = pytest.mark.xdist_group("benchmarks")
+SERVICE_GROUP = pytest.mark.xdist_group("benchmarks-service")
+
 pytestmark = [
     pytest.mark.skipif(not settings.IS_POSTGRES, reason="the benchmarks run on PostgreSQL"),
     pytest.mark.benchmark,
-    pytest.mark.xdist_group("benchmarks"),
 ]
 
 
+@DATA_GROUP
 def test_every_script_of_benchmarks_has_a_run_here() -> None:
     scripts = {
         path.name
@@ -106,40 +118,39 @@ def test_every_script_of_benchmarks_has_a_run_here() -> None:
         if 'if __name__ == "__main__":' in path.read_text()
     }
     assert scripts == {name.split()[0] for name in SCRIPTS} | RUN_ELSEWHERE.keys()
+    assert set(SERVICE_SCRIPTS) <= SCRIPTS.keys()
+    assert list(SCRIPTS)[-1] == "interactive_queue.py"  # it makes the database again
     for script, test in RUN_ELSEWHERE.items():
         assert script in test.read_text() and "smoke" in test.read_text()
 
 
 @dataclass(frozen=True)
 class BenchDatabases:
+    server: str  # postgres://user@host:port
     url: str  # the scripts' database
     template: str  # a migrated database nothing connects to, for scripts that make theirs again
 
 
-@pytest.fixture(scope="module")
-def bench_database(django_db_setup, django_db_blocker) -> Iterator[BenchDatabases]:
-    """A database of the benchmarks' own beside the run's test database, migrated, dropped
-    after: a copy of the test database when it exists and nothing holds it open, else migrated
-    here once. Beside it a pristine copy, the template of the scripts that drop and make
-    their database again (interactive_queue.py), so no script migrates from the start."""
+@pytest.fixture(scope="session")
+def bench_template(django_db_setup, django_db_blocker) -> Iterator[tuple[str, str]]:
+    """A migrated database nothing connects to, once per test process, dropped at its end:
+    a copy of the test database when it exists and nothing holds it open, else migrated here
+    (when no test of the run needs the test database: this module alone). (server, name)"""
     with django_db_blocker.unblock():
         connection.close()
     db = connection.settings_dict
-    # The test database's name once django_db_setup has made it; when no test of the run needs
-    # it (this module alone), still the configured database's, never copied.
-    test_name = db["NAME"] if db["NAME"].startswith("test_") else None
+    # This process's test database (xdist names one per process); the connection is switched
+    # to it once django_db_setup has made it, and is not when no test of the run needs it.
+    test_name = db["TEST"].get("NAME") or (
+        db["NAME"] if db["NAME"].startswith("test_") else f"test_{db['NAME']}"
+    )
+    made = db["NAME"] == test_name
     server = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-    name = f"{test_name or 'test_' + db['NAME']}_bench"
-    template = f"{name}_template"
-
-    def drop(admin: psycopg.Connection) -> None:
-        for database in (name, template):
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-
+    template = f"{test_name}_bench_template"
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        drop(admin)
+        admin.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
         copied = False
-        if test_name:
+        if made:
             try:
                 admin.execute(f'CREATE DATABASE "{template}" TEMPLATE "{test_name}"')
                 copied = True
@@ -152,12 +163,28 @@ def bench_database(django_db_setup, django_db_blocker) -> Iterator[BenchDatabase
                 cwd=ROOT, env={**os.environ, "DATABASE_URL": f"{server}/{template}"},
                 check=True, timeout=600,
             )  # fmt: skip
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     try:
-        yield BenchDatabases(url=f"{server}/{name}", template=template)
+        yield server, template
     finally:
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            drop(admin)
+            admin.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def bench_database(bench_template: tuple[str, str]) -> Iterator[BenchDatabases]:
+    """The benchmarks' own database beside the run's test database, a copy of the migrated
+    template, dropped after: no script migrates from the start (interactive_queue.py, which
+    makes its database again, makes it from the template too)."""
+    server, template = bench_template
+    name = template.removesuffix("_template")
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    try:
+        yield BenchDatabases(server=server, url=f"{server}/{name}", template=template)
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +248,13 @@ def run_script(
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(name, id=name, marks=SERVICE_GROUP if name in SERVICE_SCRIPTS else DATA_GROUP)
+        for name in SCRIPTS
+    ],
+)
 def test_script_runs_at_a_tiny_size(
     script: str, bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
 ) -> None:
@@ -234,6 +267,10 @@ def test_script_runs_at_a_tiny_size(
         arguments += ["--corpus", str(small_corpus)]
     if script == "interactive_queue.py":
         arguments += ["--template", bench_database.template]
+    if script.split()[0] in PORT_SCRIPTS:
+        # A free port, not the script's fixed default, which another run on the machine may
+        # hold (api_lists.py serves the stock build on the next one, unused here).
+        arguments += ["--port", str(free_port())]
     result = run_script(script, arguments, bench_database, small_corpus, tmp_path)
     assert result.returncode == 0, (
         f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
@@ -241,6 +278,7 @@ def test_script_runs_at_a_tiny_size(
     assert result.stdout.strip(), f"{script} printed nothing"
 
 
+@DATA_GROUP
 def test_pdf_vs_markitdown_beside_markitdown(
     bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
 ) -> None:
@@ -257,6 +295,7 @@ def test_pdf_vs_markitdown_beside_markitdown(
     assert "MarkItDown's time" in result.stdout, result.stdout
 
 
+@DATA_GROUP
 def test_pdf_vs_markitdown_says_why_markitdown_failed(
     bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
 ) -> None:
@@ -271,6 +310,7 @@ def test_pdf_vs_markitdown_says_why_markitdown_failed(
     assert "No module named 'markitdown'" in result.stderr, result.stderr[-3000:]
 
 
+@DATA_GROUP
 def test_a_failing_wrk_ends_the_benchmark_with_its_message(tmp_path: Path, monkeypatch) -> None:
     """wrk's refusals (a bad option, an unreachable URL) end api_lists.py with wrk's own words,
     not a bare status, whichever the load generator's version."""
@@ -285,6 +325,7 @@ def test_a_failing_wrk_ends_the_benchmark_with_its_message(tmp_path: Path, monke
         load_with_wrk("http://127.0.0.1:9/v1/runs", "key", 1, 1)
 
 
+@DATA_GROUP
 def test_wrk_is_given_no_more_threads_than_connections(httpserver) -> None:
     """The real wrk (`make test` installs it) against a local server with one connection: the
     tiny size's case, which wrk refused with two threads."""
