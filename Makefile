@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # make bench BENCH_ARGS="--runs 100000 --seconds 5" for a quick check (default: 1,000,000 runs).
 BENCH_ARGS ?=
 
-.PHONY: run test install os-packages test-postgres test-sqlite-smoke lint services bench
+.PHONY: run test test-fast install os-packages test-postgres test-sqlite-smoke lint services bench
 
 install:
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -45,11 +45,20 @@ test-postgres:
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
 		$(UV) run pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
+# The loop to run while working (README): every test that needs no browser, Celery worker,
+# Node or benchmark run (pyproject's markers), on PostgreSQL and Redis; `make test` runs them all.
+# The test databases are kept between runs (--reuse-db; new migrations are applied).
+FAST_MARKERS := not browser and not worker and not node and not benchmark
+test-fast: install services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
+		$(UV) run pytest -n 2 --dist loadgroup --reuse-db -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+
 test-sqlite-smoke:
 	DATABASE_URL=sqlite:///$(CURDIR)/var/smoke.sqlite3 REDIS_URL= VAR_DIR=$(CURDIR)/var/smoke \
 		$(UV) run pytest -m smoke $(PYTEST_ARGS)
 
-# wrk loads the servers; without it a Python loop stands in, far weaker (docs/performance.md).
+# wrk loads the servers (the OS packages bring it); without it a Python loop stands in, far
+# weaker (docs/performance.md).
 bench: install
-	@EXTRA_OS_PACKAGES=wrk bash scripts/install_os_packages.sh
+	@bash scripts/install_os_packages.sh
 	$(UV) run python benchmarks/api_lists.py $(BENCH_ARGS)

@@ -1,7 +1,7 @@
 """Benchmark GET /v1/runs side by side with the stock DRF build, over N runs (default 1,000,000).
 
     uv run python benchmarks/api_lists.py [--runs 1000000] [--rounds 3] [--seconds 15]
-        [--connections 16] [--no-baseline]          (or: make bench BENCH_ARGS="--runs 100000")
+        [--connections 16] [--load auto|wrk|python] [--no-baseline]          (or: make bench BENCH_ARGS="--runs 100000")
 
 Fills a dedicated PostgreSQL database (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/agent_console_bench) with one Agent's runs using
@@ -116,23 +116,28 @@ def _milliseconds(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[unit]
 
 
+# wrk refuses more threads than connections ("number of connections must be >= threads").
+WRK_THREADS = 2
+
+
 def load_with_wrk(url: str, key: str, seconds: int, connections: int) -> tuple[float, float]:
-    """(requests per second, p99 latency in ms)."""
-    output = subprocess.run(
-        [
-            "wrk",
-            "-t2",
-            f"-c{connections}",
-            f"-d{seconds}s",
-            "--latency",
-            "-H",
-            f"Authorization: Bearer {key}",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    """(requests per second, p99 latency in ms). At most as many wrk threads as connections;
+    a wrk that fails ends the benchmark with its own message."""
+    command = [
+        "wrk",
+        f"-t{min(WRK_THREADS, connections)}",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--latency",
+        "-H",
+        f"Authorization: Bearer {key}",
+        url,
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    output = completed.stdout
+    if completed.returncode != 0:
+        message = (completed.stderr.strip() or output.strip() or "no output")[-2000:]
+        raise SystemExit(f"wrk exited with status {completed.returncode}: {message}")
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     if non_2xx:
         raise SystemExit(f"{non_2xx.group(1)} failed responses:\n{output}")
@@ -185,6 +190,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=3, help="seconds of load before each")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--load",
+        choices=("auto", "wrk", "python"),
+        default="auto",
+        help="the load generator: wrk when installed (auto), or this one",
+    )
     parser.add_argument("--port", type=int, default=8765, help="ours; stock gets the next one")
     parser.add_argument(
         "--no-baseline",
@@ -206,8 +217,13 @@ def main() -> None:
     builds = BUILDS[:1] if args.no_baseline else BUILDS
     settings_modules = {"ours": "config.settings", "stock": "benchmarks.stock_drf_settings"}
     ports = {"ours": args.port, "stock": args.port + 1}
-    tool = "wrk" if shutil.which("wrk") else "python loop (install wrk for real figures)"
-    load = load_with_wrk if shutil.which("wrk") else load_with_python
+    if args.connections < 1:
+        parser.error("--connections must be at least 1")
+    use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
+    if use_wrk and shutil.which("wrk") is None:
+        parser.error("--load wrk: wrk is not installed (make bench installs it)")
+    tool = "wrk" if use_wrk else "python loop (install wrk for real figures)"
+    load = load_with_wrk if use_wrk else load_with_python
     print(
         f"GET /v1/runs over {args.runs:,} runs, gunicorn 2 workers x 4 threads each, {tool}, "
         f"{args.connections} connections, {args.rounds} interleaved rounds of "

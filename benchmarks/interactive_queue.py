@@ -1,7 +1,7 @@
 """How long a tiny upload takes to become `ready`, with nothing queued and behind embedding.
 
     uv run python benchmarks/interactive_queue.py [--topology split|single] [--rounds 3]
-        [--files 8] [--kilobytes 300]
+        [--files 8] [--kilobytes 300] [--template DATABASE]
 
 The issue's scenario (issue 27, item 0), against the service as the README's production
 section starts it: gunicorn, `celery beat` and the workers, on PostgreSQL and a private
@@ -17,7 +17,8 @@ redis-server. Measured from outside, over HTTP, from the upload's 201 to the fir
 `--topology split` (the default, production's): one worker on the interactive queue, one on the
 bulk queue under `nice -n 10`, two processes each. `--topology single`: one worker with two
 processes serving both queues, as before the queues were split. The database
-(BENCH_DATABASE_URL, default .../agent_console_bench_queues) is dropped and made again.
+(BENCH_DATABASE_URL, default .../agent_console_bench_queues) is dropped and made again,
+empty or as a copy of `--template`.
 """
 
 from __future__ import annotations
@@ -224,14 +225,17 @@ def settled(database_url: str) -> bool:
     return row is not None and row[0] == 0
 
 
-def recreate_database(url: str) -> None:
+def recreate_database(url: str, template: str | None = None) -> None:
+    """Drop and make the database again: empty, or a copy of `template` (a migrated database
+    nothing is connected to; the migration that follows then has nothing to do)."""
     import psycopg
 
     name = url.rsplit("/", 1)[1]
     admin = url.rsplit("/", 1)[0] + "/postgres"
     with psycopg.connect(admin, autocommit=True) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        connection.execute(f'CREATE DATABASE "{name}"')
+        copy = f' TEMPLATE "{template}"' if template else ""
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
 
 
 def main() -> int:
@@ -240,9 +244,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--files", type=int, default=8, help="large files per busy round")
     parser.add_argument("--kilobytes", type=int, default=300, help="size of each large file")
+    parser.add_argument(
+        "--template",
+        help="make the database as a copy of this migrated one on the same server (no "
+        "documents in it), instead of empty and migrated from the start",
+    )
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE)
-    recreate_database(database_url)
+    recreate_database(database_url, args.template)
 
     with TemporaryDirectory(prefix="bench-queues-") as folder:
         service = Service(database_url=database_url, topology=args.topology, folder=Path(folder))

@@ -61,11 +61,16 @@ def markitdown(paths: list[Path], repeats: int) -> list[float] | None:
     python = os.environ.get("MARKITDOWN_PYTHON")
     if not python:
         return None
-    output = subprocess.run(
+    completed = subprocess.run(
         [python, "-c", MARKITDOWN_TIMER, str(repeats), *map(str, paths)],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    return [float(line) for line in output.split()]
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        message = (completed.stderr.strip() or completed.stdout.strip() or "no output")[-2000:]
+        raise SystemExit(
+            f"MarkItDown ({python}) exited with status {completed.returncode}: {message}"
+        )
+    return [float(line) for line in completed.stdout.split()]
 
 
 def main() -> None:

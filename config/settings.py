@@ -106,7 +106,13 @@ TEMPLATES = [
 
 # --- Database -----------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Seconds a connection is kept for the next request of its thread; 0 closes it after each
+# request (`make run`'s development server: a thread per client connection, none reused).
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and a busy timeout let web, worker and beat share the file on the embedded default.
     DATABASES["default"]["OPTIONS"] = {

@@ -17,7 +17,9 @@ pg_major() {
 PACKAGES=(
   catdoc                   # knowledge extraction of legacy Word .doc (catdoc) and PowerPoint .ppt (catppt)
   chromium                 # browser tests (Playwright drives Debian's Chromium, no download)
-  nodejs                   # tests that drive Node clients (tests/**/node: the Vercel AI SDK)
+  nodejs                   # tests that drive Node clients (tests/**/node: the Vercel AI SDK, the MCP
+                           #   TypeScript SDK's client; npm comes with it from NodeSource, Debian's
+                           #   own nodejs needs the npm package, scripts/install_node_packages.sh)
   fonts-noto-cjk           # browser screenshots of CJK text; CJK OCR test images
   tesseract-ocr            # OCR of scanned PDF pages (brings English and script detection, osd)
   tesseract-ocr-ara        # OCR languages: the scripts of the knowledge corpus beyond Latin --
@@ -33,8 +35,8 @@ PACKAGES=(
   redis-server             # outage tests start their own redis-server to pause or stop
   pgbouncer                # tests/operations/test_pgbouncer.py runs the service behind a private
                            #   PgBouncer in transaction mode (docs/operations.md, scale-out)
-  nodejs                   # the MCP TypeScript SDK's client in tests/mcp_server/node (npm comes with it
-                           #   from NodeSource; Debian's own nodejs needs the npm package too)
+  wrk                      # the load generator of benchmarks/api_lists.py (make bench); its tiny run
+                           #   in tests/benchmarks/ takes the wrk path and the Python-loop path
 )
 # Installed when the OS offers them; the feature that uses one has a fallback without it.
 OPTIONAL=()

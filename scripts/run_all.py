@@ -67,6 +67,18 @@ def commands(*, port: str) -> dict[str, list[str]]:
     }
 
 
+def environment(name: str) -> dict[str, str]:
+    """The workers get production's worker environment. The development server serves each
+    client connection on a thread of its own and never reuses one, so a connection kept for
+    the thread's next request (CONN_MAX_AGE) would only pile up idle on PostgreSQL: it closes
+    its connection after each request (DATABASE_CONN_MAX_AGE=0, unless set)."""
+    if name.startswith("worker"):
+        return worker_environment(os.environ)
+    if name == "web":
+        return {**os.environ, "DATABASE_CONN_MAX_AGE": os.environ.get("DATABASE_CONN_MAX_AGE", "0")}
+    return dict(os.environ)
+
+
 def main() -> int:
     subprocess.run([PYTHON, "manage.py", "metrics_reset", "-v", "0"], check=True)
     subprocess.run([PYTHON, "manage.py", "seed_demo"], check=True)
@@ -78,7 +90,7 @@ def main() -> int:
     processes = {
         name: subprocess.Popen(
             cmd,
-            env=worker_environment(os.environ) if name.startswith("worker") else None,
+            env=environment(name),
             # The bulk worker yields the CPU to the web and the interactive worker.
             preexec_fn=(lambda: os.nice(BULK_NICENESS)) if name == "worker-bulk" else None,
         )

@@ -178,6 +178,18 @@ def _celery_queue_per_test_process(worker_id):
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _passwords_hashed_for_tests():
+    """Passwords hashed with 1,000 PBKDF2 iterations in the test processes (tests/passwords.py);
+    the production hashers stay listed, so a hash made elsewhere still checks."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    hashers = ["tests.passwords.FastPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
+    with override_settings(PASSWORD_HASHERS=hashers):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     """No test writes uploaded files into the project's var/ folder."""
@@ -186,6 +198,21 @@ def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     # shared Redis: the tests of those limits set their own rate and address.
     settings.OAUTH_REGISTRATION_RATE_LIMIT = "100000/minute"
     settings.OAUTH_TOKEN_RATE_LIMIT = "100000/minute"
+
+
+def pytest_collection_modifyitems(items):
+    """A test that asks for `celery_worker_process` starts a worker: it carries the marker."""
+    for item in items:
+        if "celery_worker_process" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.worker)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Tell tests/workers.py which test is starting, for its check of the `worker` marker."""
+    from tests import workers
+
+    workers.running_test = item
 
 
 def pytest_configure(config):

@@ -16,12 +16,26 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 from django.db import connection
 
 from config.worker_environment import worker_environment as production_worker_environment
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The test being set up or run (tests/conftest.py keeps it): a Celery worker or beat starts only
+# in a test marked `worker`, the marker `make test-fast` selects on, so the marker cannot be
+# forgotten on a test that needs a worker.
+running_test: pytest.Item | None = None
+
+
+def require_worker_marker(what: str) -> None:
+    if running_test is not None and running_test.get_closest_marker("worker") is None:
+        raise RuntimeError(
+            f"{running_test.nodeid} starts {what}: mark it @pytest.mark.worker "
+            "(make test-fast leaves such tests out)"
+        )
 
 
 def process_queues() -> tuple[str, str]:
@@ -89,6 +103,7 @@ class WorkerProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> WorkerProcess:
+        require_worker_marker("a Celery worker")
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -137,6 +152,7 @@ class BeatProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> BeatProcess:
+        require_worker_marker("Celery beat")
         self.process = subprocess.Popen(
             [
                 sys.executable,

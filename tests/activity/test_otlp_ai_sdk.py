@@ -21,7 +21,7 @@ from apps.activity.models import EndUser, Message, PendingSpan
 NODE_DIR = Path(__file__).parent / "node"
 NODE = shutil.which("node")
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.node, pytest.mark.django_db(transaction=True)]
 
 
 def warm_up(base_url: str) -> None:

@@ -5,8 +5,9 @@ Each script runs as docs/performance.md runs it, a process of its own, with the 
 below. Every database it is told of is one of its own on the run's PostgreSQL server, named
 after the run's test database and dropped afterwards; Redis is the run's (scripts that stop
 Redis start their own); corpus, media and broker folders are temporary. Never a development
-database. The tests run one after the other on one xdist worker: they share that database, and
-the first to migrate it spares the others.
+database. The tests of a group (below) run one after the other on one xdist worker: they share
+that worker's benchmark database, migrated before the first (a copy of the test database), and
+interactive_queue.py makes it again from a pristine copy instead of migrating from the start.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -24,6 +26,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.corpus import CORPUS_DIR as CORPUS
+from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BENCHMARKS = ROOT / "benchmarks"
@@ -36,10 +39,15 @@ SCRIPTS: dict[str, list[str]] = {
     # More than a page of 100 Agents and of revisions: the deep cursor is walked.
     "agent_revisions.py": ["--revisions", "150", "--agents", "120", "--requests", "1",
                            "--repeats", "1"],
-    # Ours under gunicorn, the Python load loop standing in for wrk. The stock build's
-    # settings, URLs and cursor are run by api_request_cost.py and profile_request.py.
+    # Ours under gunicorn, loaded by each of the two load generators: wrk (`make test`
+    # installs it; one connection, so one wrk thread) and the Python loop that stands in for it
+    # where wrk is absent. The stock build's settings, URLs and cursor are run by
+    # api_request_cost.py and profile_request.py.
     "api_lists.py": ["--runs", "300", "--rounds", "1", "--seconds", "1", "--warmup", "0",
-                     "--connections", "1", "--no-baseline"],
+                     "--connections", "1", "--no-baseline", "--load", "wrk"],
+    "api_lists.py --load python": ["--runs", "300", "--rounds", "1", "--seconds", "1",
+                                   "--warmup", "0", "--connections", "1", "--no-baseline",
+                                   "--load", "python"],
     # Reads the runs api_lists.py filled: it comes after it.
     "api_request_cost.py": ["--requests", "1", "--repeats", "1"],
     # Fills users, documents, deliveries and audit entries beside the runs above; every sorted
@@ -92,12 +100,24 @@ SCRIPTS: dict[str, list[str]] = {
 # Scripts whose smoke run lives beside their own tests.
 RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevance_benchmark.py"}
 
+# Two xdist groups, each run in order by one test process on that process's benchmark
+# database: the scripts that start the service's own workers and Redis (the longest runs; the
+# last of them makes the database again), and all the others. In one group they were one unit
+# of about half the suite's work on a loaded machine; in two, a process that is done with the
+# browser tests takes the second.
+SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "interactive_queue.py")
+# Scripts that serve on a fixed port unless told another.
+PORT_SCRIPTS = ("api_lists.py", "recording.py")
+DATA_GROUP = pytest.mark.xdist_group("benchmarks")
+SERVICE_GROUP = pytest.mark.xdist_group("benchmarks-service")
+
 pytestmark = [
     pytest.mark.skipif(not settings.IS_POSTGRES, reason="the benchmarks run on PostgreSQL"),
-    pytest.mark.xdist_group("benchmarks"),
+    pytest.mark.benchmark,
 ]
 
 
+@DATA_GROUP
 def test_every_script_of_benchmarks_has_a_run_here() -> None:
     scripts = {
         path.name
@@ -105,29 +125,70 @@ def test_every_script_of_benchmarks_has_a_run_here() -> None:
         if 'if __name__ == "__main__":' in path.read_text()
     }
     assert scripts == {name.split()[0] for name in SCRIPTS} | RUN_ELSEWHERE.keys()
+    assert set(SERVICE_SCRIPTS) <= SCRIPTS.keys()
+    assert list(SCRIPTS)[-1] == "interactive_queue.py"  # it makes the database again
     for script, test in RUN_ELSEWHERE.items():
         assert script in test.read_text() and "smoke" in test.read_text()
 
 
-@pytest.fixture(scope="module")
-def bench_database(django_db_setup, django_db_blocker) -> Iterator[str]:
-    """A database of the benchmarks' own beside the run's test database, dropped after: a copy
-    of the test database, migrated already, when it exists and nothing holds it open (else the
-    scripts migrate it)."""
+@dataclass(frozen=True)
+class BenchDatabases:
+    server: str  # postgres://user@host:port
+    url: str  # the scripts' database
+    template: str  # a migrated database nothing connects to, for scripts that make theirs again
+
+
+@pytest.fixture(scope="session")
+def bench_template(django_db_setup, django_db_blocker) -> Iterator[tuple[str, str]]:
+    """A migrated database nothing connects to, once per test process, dropped at its end:
+    a copy of the test database when it exists and nothing holds it open, else migrated here
+    (when no test of the run needs the test database: this module alone). (server, name)"""
     with django_db_blocker.unblock():
         connection.close()
     db = connection.settings_dict
-    test_name = db["TEST"].get("NAME") or f"test_{db['NAME']}"
+    # This process's test database (xdist names one per process); the connection is switched
+    # to it once django_db_setup has made it, and is not when no test of the run needs it.
+    test_name = db["TEST"].get("NAME") or (
+        db["NAME"] if db["NAME"].startswith("test_") else f"test_{db['NAME']}"
+    )
+    made = db["NAME"] == test_name
     server = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-    name = f"{test_name}_bench"
+    template = f"{test_name}_bench_template"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+        copied = False
+        if made:
+            try:
+                admin.execute(f'CREATE DATABASE "{template}" TEMPLATE "{test_name}"')
+                copied = True
+            except (psycopg.errors.ObjectInUse, psycopg.errors.InvalidCatalogName):
+                pass
+        if not copied:
+            admin.execute(f'CREATE DATABASE "{template}"')
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+                cwd=ROOT, env={**os.environ, "DATABASE_URL": f"{server}/{template}"},
+                check=True, timeout=600,
+            )  # fmt: skip
+    try:
+        yield server, template
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def bench_database(bench_template: tuple[str, str]) -> Iterator[BenchDatabases]:
+    """The benchmarks' own database beside the run's test database, a copy of the migrated
+    template, dropped after: no script migrates from the start (interactive_queue.py, which
+    makes its database again, makes it from the template too)."""
+    server, template = bench_template
+    name = template.removesuffix("_template")
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        try:
-            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{test_name}"')
-        except (psycopg.errors.ObjectInUse, psycopg.errors.InvalidCatalogName):
-            admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     try:
-        yield f"{server}/{name}"
+        yield BenchDatabases(server=server, url=f"{server}/{name}", template=template)
     finally:
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -146,29 +207,33 @@ def small_corpus(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_script_runs_at_a_tiny_size(
-    script: str, bench_database: str, small_corpus: Path, tmp_path: Path
-) -> None:
-    arguments = list(SCRIPTS[script])
-    if script == "extraction.py":
-        arguments += ["--corpus", str(small_corpus)]
+def run_script(
+    script: str,
+    arguments: list[str],
+    databases: BenchDatabases,
+    corpus: Path,
+    tmp_path: Path,
+    **extra: str,
+) -> subprocess.CompletedProcess:
+    """The script run as docs/performance.md runs it, told of the benchmarks' databases only.
+    MARKITDOWN_PYTHON only when given in `extra`."""
+    url = databases.url
     env = {
         **os.environ,
         # Every database a script may be pointed at: the benchmarks' own.
-        "DATABASE_URL": bench_database,
-        "BENCH_DATABASE_URL": bench_database,
-        "BENCH_USAGE_DATABASE_URL": bench_database,
-        "BENCH_DASH_DATABASE_URL": bench_database,
-        "PROFILE_DATABASE_URL": bench_database,
-        "DRILL_DATABASE_URL": bench_database,
-        "MEMORY_DATABASE_URL": bench_database,
-        "RUN_PAGE_DATABASE_URL": bench_database,
-        "CALIBRATION_DATABASE_URL": bench_database,
-        "RECORDING_DATABASE_URL": bench_database,
-        "BENCH_SCALE_DATABASE_URL": bench_database,
+        "DATABASE_URL": url,
+        "BENCH_DATABASE_URL": url,
+        "BENCH_USAGE_DATABASE_URL": url,
+        "BENCH_DASH_DATABASE_URL": url,
+        "PROFILE_DATABASE_URL": url,
+        "DRILL_DATABASE_URL": url,
+        "MEMORY_DATABASE_URL": url,
+        "RUN_PAGE_DATABASE_URL": url,
+        "CALIBRATION_DATABASE_URL": url,
+        "RECORDING_DATABASE_URL": url,
+        "BENCH_SCALE_DATABASE_URL": url,
         "REDIS_URL": settings.REDIS_URL,
-        "CORPUS_DIR": str(small_corpus),
+        "CORPUS_DIR": str(corpus),
         "VAR_DIR": str(tmp_path / "var"),
         "MEDIA_ROOT": str(tmp_path / "media"),
         "TMPDIR": str(tmp_path),
@@ -179,15 +244,104 @@ def test_script_runs_at_a_tiny_size(
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("MARKITDOWN_PYTHON", None)
-    result = subprocess.run(
+    env.update(extra)
+    return subprocess.run(
         [sys.executable, str(BENCHMARKS / script.split()[0]), *arguments],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
-    )
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(name, id=name, marks=SERVICE_GROUP if name in SERVICE_SCRIPTS else DATA_GROUP)
+        for name in SCRIPTS
+    ],
+)
+def test_script_runs_at_a_tiny_size(
+    script: str, bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
+) -> None:
+    arguments = list(SCRIPTS[script])
+    if "wrk" in arguments and shutil.which("wrk") is None:
+        pytest.fail(
+            "wrk is not installed; `make test` installs it (scripts/install_os_packages.sh)"
+        )
+    if script == "extraction.py":
+        arguments += ["--corpus", str(small_corpus)]
+    if script == "interactive_queue.py":
+        arguments += ["--template", bench_database.template]
+    if script.split()[0] in PORT_SCRIPTS:
+        # A free port, not the script's fixed default, which another run on the machine may
+        # hold (api_lists.py serves the stock build on the next one, unused here).
+        arguments += ["--port", str(free_port())]
+    result = run_script(script, arguments, bench_database, small_corpus, tmp_path)
     assert result.returncode == 0, (
         f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     )
     assert result.stdout.strip(), f"{script} printed nothing"
+
+
+@DATA_GROUP
+def test_pdf_vs_markitdown_beside_markitdown(
+    bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
+) -> None:
+    """The comparison itself, when the developer has MarkItDown's interpreter at hand (the run
+    above takes the path without it)."""
+    python = os.environ.get("MARKITDOWN_PYTHON")
+    if not python:
+        pytest.skip("MARKITDOWN_PYTHON is not set (benchmarks/pdf_vs_markitdown.py says how)")
+    result = run_script(
+        "pdf_vs_markitdown.py", ["--repeats", "1"], bench_database, small_corpus, tmp_path,
+        MARKITDOWN_PYTHON=python,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "MarkItDown's time" in result.stdout, result.stdout
+
+
+@DATA_GROUP
+def test_pdf_vs_markitdown_says_why_markitdown_failed(
+    bench_database: BenchDatabases, small_corpus: Path, tmp_path: Path
+) -> None:
+    """MARKITDOWN_PYTHON naming an interpreter without MarkItDown (ours): the run ends with
+    that interpreter's own error, not a bare CalledProcessError."""
+    result = run_script(
+        "pdf_vs_markitdown.py", ["--repeats", "1"], bench_database, small_corpus, tmp_path,
+        MARKITDOWN_PYTHON=sys.executable,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "exited with status 1" in result.stderr, result.stderr[-3000:]
+    assert "No module named 'markitdown'" in result.stderr, result.stderr[-3000:]
+
+
+@DATA_GROUP
+def test_a_failing_wrk_ends_the_benchmark_with_its_message(tmp_path: Path, monkeypatch) -> None:
+    """wrk's refusals (a bad option, an unreachable URL) end api_lists.py with wrk's own words,
+    not a bare status, whichever the load generator's version."""
+    from benchmarks.api_lists import load_with_wrk
+
+    stub = tmp_path / "bin" / "wrk"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\necho 'number of connections must be >= threads' >&2\nexit 1\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(SystemExit, match="wrk exited with status 1: number of connections must"):
+        load_with_wrk("http://127.0.0.1:9/v1/runs", "key", 1, 1)
+
+
+@DATA_GROUP
+def test_wrk_is_given_no_more_threads_than_connections(httpserver) -> None:
+    """The real wrk (`make test` installs it) against a local server with one connection: the
+    tiny size's case, which wrk refused with two threads."""
+    from benchmarks.api_lists import load_with_wrk
+
+    if shutil.which("wrk") is None:
+        pytest.fail(
+            "wrk is not installed; `make test` installs it (scripts/install_os_packages.sh)"
+        )
+    httpserver.expect_request("/v1/runs").respond_with_data("{}", content_type="application/json")
+    rate, p99 = load_with_wrk(httpserver.url_for("/v1/runs"), "key", 1, 1)
+    assert rate > 0 and p99 > 0

@@ -31,6 +31,7 @@ def worker(settings, media_root, transactional_db):
     process.stop()
 
 
+@pytest.mark.worker
 def test_upload_through_the_form_becomes_ready(console_page, worker, tmp_path):
     page = console_page
     first = tmp_path / "kettles.md"
@@ -128,6 +129,7 @@ def test_url_document_schedule_and_refresh(console_page, agent, media_root):
     assert "503" in page.locator(f"#document-row-{document.pk}").inner_text()
 
 
+@pytest.mark.worker
 def test_an_upload_that_fails_in_the_worker_turns_its_line_red_and_can_be_retried(
     console_page, worker, tmp_path
 ):

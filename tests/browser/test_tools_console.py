@@ -33,6 +33,7 @@ def tools_worker(transactional_db, settings):
     worker.stop()
 
 
+@pytest.mark.worker
 def test_add_a_server_toggle_a_tool_and_rediscover(console_page, mcp_server, tools_worker):
     settings.NETGUARD_ALLOW_LOOPBACK = True  # the console checks the URL too (same process)
     try:

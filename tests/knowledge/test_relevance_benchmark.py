@@ -109,6 +109,7 @@ def test_abstention_is_read_at_the_default_threshold_and_names_lost_english_answ
     assert "at the default `min_score`" in bench.render_markdown(report)
 
 
+@pytest.mark.benchmark
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_smoke_mode_ingests_asks_every_mode_and_scores_beside_bm25(knowledge_worker):

@@ -17,7 +17,7 @@ from apps.mcp_server.oauth import TOOL_SCOPES
 from tests.activity.factories import conversation_factory, run_factory
 from tests.mcp_server.oauth_client import Member
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.node, pytest.mark.django_db(transaction=True)]
 
 NODE_DIR = Path(__file__).parent / "node"
 
