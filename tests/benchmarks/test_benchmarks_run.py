@@ -72,6 +72,17 @@ SCRIPTS: dict[str, list[str]] = {
     "knowledge_abstention_features.py dump": ["dump", "calib", "-"],
     # Then the served search through gunicorn, one second per mode.
     "knowledge_search.py": ["--chunks", "60", "--runs", "1", "--http", "1"],
+    # A fresh process's first keyword search over the Agent knowledge_search.py left, both ways.
+    "knowledge_first_search.py cold": ["cold"],
+    "knowledge_first_search.py warm": ["warm"],
+    # The grouping of unanswered questions on its development set (no database).
+    "knowledge_gap_grouping.py": ["--set", "development"],
+    # The sweep over a few hundred retrieval steps, then each request once.
+    "knowledge_gaps.py": ["--steps", "200", "--distinct", "20", "--requests", "1"],
+    # Every run filter and pair over a few thousand runs.
+    "run_filters.py": ["--runs", "2000", "--requests", "1"],
+    # Two small batches of scores through gunicorn, sent twice; the score filter on a few runs.
+    "scores.py": ["--batches", "2", "--batch", "50", "--runs", "20", "--filter-runs", "300"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
     # Every case (runs, steps, OTLP protobuf; one Agent and spread) for half a second, 2
     # clients, small batches, through gunicorn as production runs it.
@@ -87,18 +98,22 @@ SCRIPTS: dict[str, list[str]] = {
     "scale.py measure": ["measure", "--requests", "1"],
     "scale.py purge": ["purge", "--minutes", "0.2", "--baseline-seconds", "1"],
     "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
-    # One idle and one busy round behind one small file, through the production topology. It
-    # drops and makes its database again, so it comes last, when the others are done with it.
-    "interactive_queue.py": ["--rounds", "1", "--files", "1", "--kilobytes", "5"],
     # Two corpus documents embedded beside one burner.
     "embedding_under_load.py": ["--documents", "2", "--burners", "1", "--timeout", "300"],
     # The webhook drill: a few deliveries to the black hole, one small file, one tiny upload.
     "webhook_queue.py": ["--runs", "50", "--files", "1", "--kilobytes", "5", "--uploads", "1",
                          "--seconds", "5"],
+    # One idle and one busy round behind one small file, through the production topology. It
+    # drops and makes its database again, so it comes last, when the others are done with it.
+    "interactive_queue.py": ["--rounds", "1", "--files", "1", "--kilobytes", "5"],
 }  # fmt: skip
 
 # Scripts whose smoke run lives beside their own tests.
-RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevance_benchmark.py"}
+RUN_ELSEWHERE = {
+    "knowledge_relevance.py": ROOT / "tests/knowledge/test_relevance_benchmark.py",
+    # It reads the Agent the relevance smoke run leaves ready.
+    "knowledge_rank_orders.py": ROOT / "tests/knowledge/test_relevance_benchmark.py",
+}
 
 # Two xdist groups, each run in order by one test process on that process's benchmark
 # database: the scripts that start the service's own workers and Redis (the longest runs; the
@@ -107,7 +122,7 @@ RUN_ELSEWHERE = {"knowledge_relevance.py": ROOT / "tests/knowledge/test_relevanc
 # browser tests takes the second.
 SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "interactive_queue.py")
 # Scripts that serve on a fixed port unless told another.
-PORT_SCRIPTS = ("api_lists.py", "recording.py")
+PORT_SCRIPTS = ("api_lists.py", "recording.py", "scores.py")
 DATA_GROUP = pytest.mark.xdist_group("benchmarks")
 SERVICE_GROUP = pytest.mark.xdist_group("benchmarks-service")
 
@@ -232,6 +247,9 @@ def run_script(
         "CALIBRATION_DATABASE_URL": url,
         "RECORDING_DATABASE_URL": url,
         "BENCH_SCALE_DATABASE_URL": url,
+        "BENCH_FILTERS_DATABASE_URL": url,
+        "GAPS_DATABASE_URL": url,
+        "SCORES_DATABASE_URL": url,
         "REDIS_URL": settings.REDIS_URL,
         "CORPUS_DIR": str(corpus),
         "VAR_DIR": str(tmp_path / "var"),

@@ -140,3 +140,16 @@ def test_smoke_mode_ingests_asks_every_mode_and_scores_beside_bm25(knowledge_wor
     markdown = bench.render_markdown(report)
     assert "| plain BM25 |" in markdown and "| hybrid |" in markdown
     json.dumps(report)  # --json writes it as it is
+
+    # benchmarks/knowledge_rank_orders.py reads the Agent this run left ready: every answerable
+    # question's pool, ordered again each way.
+    orders_spec = importlib.util.spec_from_file_location(
+        "knowledge_rank_orders", ROOT / "benchmarks" / "knowledge_rank_orders.py"
+    )
+    assert orders_spec is not None and orders_spec.loader is not None
+    orders = importlib.util.module_from_spec(orders_spec)
+    orders_spec.loader.exec_module(orders)
+    rows = orders.dump(question_set)
+    assert len(rows) == 4  # the answerable ones
+    table = orders.analyse(rows)
+    assert "| all R@5 |" in table and len(table.splitlines()) == 2 + len(orders.ORDERS)
