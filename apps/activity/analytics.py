@@ -27,6 +27,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from apps.activity.models import Rollup, RollupLatency, Run, RunStep
+from apps.api.pagination import unknown_query_refuse
 from apps.common.errors import BadRequest
 from apps.common.latency import bucket_of, percentiles
 from apps.usage.models import ROLLUP_STRIPES
@@ -307,12 +308,7 @@ def query_parse(params: Mapping, *, groups: tuple[str, ...], today: date) -> Ana
     """`group` (one of `groups`, default the first), `from` / `to` (UTC days, inclusive;
     default the last 30 days to today, at most 366 days), `by_day` (true/false); any other
     parameter or a malformed value is a BadRequest naming it."""
-    unknown = sorted(name for name in params if name not in QUERY_NAMES)
-    if unknown:
-        raise BadRequest(
-            f"Unknown query parameter: {', '.join(name[:64] for name in unknown[:5])}. This "
-            f"operation takes: {', '.join(sorted(QUERY_NAMES))}."
-        )
+    unknown_query_refuse(params, QUERY_NAMES, what="operation")
     group = params.get("group") or groups[0]
     if group not in groups:
         raise BadRequest(f"group must be one of: {', '.join(groups)}; got {group[:64]!r}.")

@@ -48,10 +48,16 @@ def unknown_query_check(view, query: dict) -> None:
     names = getattr(getattr(view, action, None), "list_query_names", None) if action else None
     if names is None:
         return
-    unknown = sorted(name for name in query if name not in names)
+    unknown_query_refuse(query, names)
+
+
+def unknown_query_refuse(query, allowed, *, what: str = "list") -> None:
+    """A 400 naming the query parameters not in `allowed` (at most five shown, each cut at 64
+    characters): the one wording every /v1 list and read operation uses."""
+    unknown = sorted(name for name in query if name not in allowed)
     if unknown:
         shown = ", ".join(name[:64] for name in unknown[:5])
         raise BadRequest(
-            f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {shown}. This list "
-            f"takes: {', '.join(sorted(names))}."
+            f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {shown}. This {what} "
+            f"takes: {', '.join(sorted(allowed))}."
         )

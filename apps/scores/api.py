@@ -69,12 +69,19 @@ _EXAMPLES = [
 ]
 
 
+class ScoresJsonParser(IngestJsonParser):
+    """A batch of up to 1,000 scores takes ingest's body limit; a single score's fields are
+    named by their own keys (a batch's items as `[i]`), not as ingest's `records`."""
+
+    root_name = ""
+
+
 class ScoreViewSet(AgentViewSet):
     required_scopes = {"list": READ, "retrieve": READ, "create": WRITE, "destroy": WRITE}
     extension_actions = tuple(required_scopes)
     error_statuses = {"retrieve": (404,), "destroy": (404,), "create": (409, 413)}
     openapi_tags = ["Scores"]
-    parser_classes = [IngestJsonParser]
+    parser_classes = [ScoresJsonParser]
 
     @extend_schema(
         summary="List scores (extension)",

@@ -11,6 +11,7 @@ from django.db.models.functions import TruncDate
 from django.utils.dateparse import parse_date, parse_datetime
 
 from apps.activity.models import Conversation
+from apps.api.pagination import unknown_query_refuse
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset
 from apps.scores.models import (
@@ -62,12 +63,7 @@ def _time(name: str, raw: str) -> datetime:
 
 def params_check(params, allowed) -> None:
     """Unknown query parameters are refused, named: a misspelt filter must not look applied."""
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        raise BadRequest(
-            f"Unknown query parameter(s): {', '.join(unknown)}; this list takes "
-            f"{', '.join(allowed)}."
-        )
+    unknown_query_refuse(params, allowed)
 
 
 def score_filters_parse(params) -> dict:

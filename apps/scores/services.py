@@ -580,9 +580,21 @@ def scores_ingest(*, agent: Agent, items: list[tuple[dict, str]]) -> list[str]:
 
 
 def score_delete(*, agent: Agent, score_id: str) -> None:
-    deleted, _ = Score.objects.filter(agent=agent, id=score_id).delete()
-    if not deleted:
-        raise NotFound(f"No score {score_id!r} of this Agent.")
+    """One score removed over the API; recorded like the console's bulk delete (who removed a
+    judgement is worth knowing)."""
+    with transaction.atomic():
+        deleted, _ = Score.objects.filter(agent=agent, id=score_id).delete()
+        if not deleted:
+            raise NotFound(f"No score {score_id!r} of this Agent.")
+        audit_record(
+            workspace_id=agent.workspace_id,
+            agent_id=agent.pk,
+            action="score.deleted",
+            target_type="score",
+            target_id=score_id,
+            target_name=score_id,
+            changes={"count": 1},
+        )
 
 
 def scores_delete(*, agent: Agent, score_ids: list[str]) -> int:

@@ -27,7 +27,9 @@ from apps.workspaces import services as workspaces
 from apps.workspaces.models import AgentRevision, AuditEvent
 from tests.conftest import ApiClient
 from tests.factories import api_key_factory
+from tests.activity.factories import run_factory
 from tests.knowledge.gap_helpers import gap_factory
+from tests.scores.factories import score_config_factory, score_factory
 from tests.webhooks.factories import delivery_factory
 
 pytestmark = pytest.mark.django_db
@@ -41,6 +43,11 @@ NOT_WORKSPACE_CHANGES = {
     ("post", "/v1/auth_tokens"): "mints a short-lived browser token for one end user on every "
     "page load of the embedding application; nothing of the workspace changes, and the token "
     "dies by itself within minutes",
+    ("post", "/v1/scores"): "records judgements of runs and messages from the Agent runtime or an "
+    "evaluator, like ingest: the workspace's data, not a change to its configuration",
+    ("put", "/v1/me/messages/{id}/feedback"): "an end user's own thumbs on an answer, with their "
+    "browser token: activity data, as the conversation itself",
+    ("delete", "/v1/me/messages/{id}/feedback"): "an end user taking back their own thumbs",
 }
 
 _PARAM = re.compile(r"\{([^}]+)\}")
@@ -150,6 +157,24 @@ RECIPES: dict[tuple[str, str], Callable[[World], Call]] = {
         "document.updated", {"id": _document(w).pk}, json={"name": "Renamed"}
     ),
     ("delete", "/v1/knowledge/{id}"): lambda w: Call("document.deleted", {"id": _document(w).pk}),
+    ("post", "/v1/score_configs"): lambda w: Call(
+        "score_config.created", {}, json={"name": "helpful", "data_type": "boolean"}
+    ),
+    ("patch", "/v1/score_configs/{id}"): lambda w: Call(
+        "score_config.updated",
+        {"id": score_config_factory(agent=w.agent).pk},
+        json={"description": "How helpful the answer was."},
+    ),
+    ("post", "/v1/score_configs/{id}/archive"): lambda w: Call(
+        "score_config.archived", {"id": score_config_factory(agent=w.agent).pk}
+    ),
+    ("post", "/v1/score_configs/{id}/restore"): lambda w: Call(
+        "score_config.restored",
+        {"id": score_config_factory(agent=w.agent, archived_at=timezone.now()).pk},
+    ),
+    ("delete", "/v1/scores/{id}"): lambda w: Call(
+        "score.deleted", {"id": score_factory(agent=w.agent, run=run_factory(agent=w.agent)).id}
+    ),
     ("post", "/v1/knowledge/gaps/{id}/resolve"): lambda w: Call(
         "knowledge_gap.resolved", {"id": gap_factory(w.agent).pk}
     ),

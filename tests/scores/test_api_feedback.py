@@ -36,6 +36,13 @@ def widget(agent, make_api):
     return client
 
 
+def _deep(levels: int):
+    value: list = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 def _put(client, message_id, body, origin=ORIGIN):
     return client.request(
         "PUT",
@@ -133,6 +140,9 @@ def test_an_api_key_cannot_give_end_user_feedback(api, widget):
         ({"value": True, "stars": 5}, "stars: unknown field"),
         ({"value": True, "comment": 5}, "comment: must be a string"),
         ({"value": True, "comment": "x" * 2001}, "at most 2000"),
+        # Nested past the body's depth limit (tests/api/test_hostile_bodies.py sends the same
+        # to every operation an API key reaches; this one takes browser tokens only).
+        ({"value": True, "comment": _deep(80)}, "nested"),
     ],
 )
 def test_a_bad_body_is_refused(widget, body, says):

@@ -136,7 +136,7 @@ def test_list_filters_and_is_newest_first(api, agent):
 def test_list_refuses_unknown_parameters_naming_them(api):
     response = api.get("/v1/scores?run=run_1&nmae=x")
     assert response.status == 400
-    assert "Unknown query parameter(s): nmae, run" in response.json()["message"]
+    assert "Unknown query parameters: nmae, run." in response.json()["message"]
 
 
 def test_list_pages_with_a_keyset_cursor(api, agent):

@@ -11,6 +11,7 @@ from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from apps.api.pagination import unknown_query_refuse
 from apps.common.errors import BadRequest, NotFound
 from apps.common.keyset import Keyset, Page, PageRequest, page_request, paginate
 from apps.common.sorting import ListSorts, SortColumn
@@ -51,12 +52,7 @@ class GapFilters:
 
 def gap_filters_parse(params) -> tuple[GapFilters, PageRequest]:
     """The list's query: `status`, `limit`, `after`; any other parameter is a 400."""
-    unknown = sorted(set(params) - LIST_PARAMETERS)
-    if unknown:
-        raise BadRequest(
-            f"{unknown[0]}: not a parameter of this list; it takes "
-            f"{', '.join(sorted(LIST_PARAMETERS))}."
-        )
+    unknown_query_refuse(params, LIST_PARAMETERS)
     status = params.get("status") or None
     if status is not None and status not in STATUSES:
         raise BadRequest(f"status must be one of: {', '.join(STATUSES)}; got {status!r}.")
