@@ -25,9 +25,9 @@ from apps.tools.models import McpServer, McpTool
 from apps.webhooks import services as webhooks
 from apps.workspaces import services as workspaces
 from apps.workspaces.models import AgentRevision, AuditEvent
+from tests.activity.factories import run_factory
 from tests.conftest import ApiClient
 from tests.factories import api_key_factory
-from tests.activity.factories import run_factory
 from tests.knowledge.gap_helpers import gap_factory
 from tests.scores.factories import score_config_factory, score_factory
 from tests.webhooks.factories import delivery_factory
