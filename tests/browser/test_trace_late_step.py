@@ -41,7 +41,7 @@ def test_a_late_step_gets_its_own_lane(console_page, agent):
     assert main.count() == 3
     late = page.locator("#trace-late .trace-row")
     assert late.count() == 1
-    assert "st_late" == late.first.get_attribute("data-step-id")
+    assert late.first.get_attribute("data-step-id") == "st_late"
     summary = page.locator(".trace-card > p").first.inner_text()
     assert "3.0 s" in summary and "1010" not in summary and "ms" not in summary
     assert "16 min 50 s" in page.locator("#trace-late-title").inner_text()
