@@ -62,3 +62,15 @@ def ago(value: datetime | None) -> str:
         return ""
     since = timesince(value, depth=1)
     return "just now" if since.startswith("0\xa0") else f"{since} ago"
+
+
+@register.filter(name="credits_fixed")
+def credits_fixed(value) -> str:
+    """Credits with two decimals and thousands separators (`1,234.50`), for a column or card
+    whose figures line up; a tiny non-zero amount reads `< 0.01`, not `0.00`."""
+    if value is None or value == "":
+        return "0.00"
+    amount = float(value)
+    if 0 < abs(amount) < 0.005:
+        return "< 0.01" if amount > 0 else "> -0.01"
+    return f"{amount:,.2f}"
