@@ -162,7 +162,12 @@ def _scalar(value) -> str:
     )
 
 
-def _tree(value, budget: _Budget, *, open_: bool) -> str:
+# Levels of a step's input or output shown open: a chat's messages and each message's fields,
+# rather than a tree collapsed at every level below the top (issue 38, defect 8).
+OPEN_LEVELS = 3
+
+
+def _tree(value, budget: _Budget, *, open_: bool, depth: int = 0) -> str:
     budget.nodes -= 1
     if budget.nodes < 0:
         return '<span class="muted">…</span>'
@@ -183,14 +188,14 @@ def _tree(value, budget: _Budget, *, open_: bool) -> str:
             break
         parts.append(
             f'<li><span class="json-key">{escape(str(key))}</span>: '
-            f"{_tree(child, budget, open_=False)}</li>"
+            f"{_tree(child, budget, open_=depth + 1 < OPEN_LEVELS, depth=depth + 1)}</li>"
         )
     parts.append("</ul></details>")
     return "".join(parts)
 
 
 def json_tree(value) -> SafeString:
-    """A collapsible, inert HTML tree of a JSON value (top level open)."""
+    """A collapsible, inert HTML tree of a JSON value (its first OPEN_LEVELS levels open)."""
     return mark_safe(_tree(value, _Budget(MAX_TREE_NODES), open_=True))  # noqa: S308 - escaped above
 
 
