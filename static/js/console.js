@@ -179,3 +179,24 @@ function foldFilters(form) {
   form.before(button);
 }
 document.querySelectorAll("#run-filters, #conversation-filters").forEach(foldFilters);
+
+// A refused HTMX action (403: the role changed since the page was opened) says why where it
+// was clicked: the server's reason goes in a note after the form, not on the next page.
+document.addEventListener("htmx:responseError", (event) => {
+  const xhr = event.detail.xhr;
+  if (!xhr || xhr.status !== 403) return;
+  const source = event.detail.elt;
+  const anchor = (source && (source.closest("form") || source)) || null;
+  if (!anchor) return;
+  let note = anchor.nextElementSibling;
+  if (!note || !note.classList.contains("inline-error")) {
+    note = document.createElement("div");
+    note.className = "form-error inline-error";
+    note.setAttribute("role", "alert");
+    anchor.after(note);
+  }
+  const type = xhr.getResponseHeader("Content-Type") || "";
+  note.textContent = type.startsWith("text/plain") && xhr.responseText
+    ? xhr.responseText
+    : "Not allowed: only workspace owners can do this.";
+});

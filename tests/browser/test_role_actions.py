@@ -38,3 +38,21 @@ def test_a_refused_revoke_says_why_in_the_row(page, live_server, agent, owner, w
     error = page.locator("#api-key-table tbody tr", has_text="Owner key").locator(".inline-error")
     error.wait_for()
     assert "Only owners can revoke keys created by someone else" in error.inner_text()
+
+
+def test_an_owners_only_htmx_action_refused_says_why_in_place(page, live_server, agent, workspace):
+    # The webhook page's "Reveal" posts through HTMX; its clicker stopped being an owner since
+    # the page opened: the reason shows beside the button, the page stays.
+    from tests.webhooks.factories import webhook_factory
+
+    webhook_factory(agent=agent)
+    demoted = user_factory(email="was-owner@example.com")
+    membership = membership_factory(workspace=workspace, user=demoted, role=Membership.Role.OWNER)
+    sign_in(page, live_server, demoted)
+    page.goto(f"{live_server.url}/webhooks/")
+    Membership.objects.filter(pk=membership.pk).update(role=Membership.Role.MEMBER)
+    page.click("#reveal-secret")
+    note = page.locator(".inline-actions .inline-error")
+    note.wait_for()
+    assert "Only workspace owners can do this" in note.inner_text()
+    assert page.url.endswith("/webhooks/")
