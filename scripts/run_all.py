@@ -33,43 +33,6 @@ BULK_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 INTERACTIVE_QUEUE = os.environ.get("CELERY_INTERACTIVE_QUEUE", "interactive")
 
 
-def worker_command(name: str, *, queue: str) -> list[str]:
-    return [
-        PYTHON,
-        "-m",
-        "celery",
-        "-A",
-        "config",
-        "worker",
-        "--loglevel=INFO",
-        "--concurrency=2",
-        "-Q",
-        queue,
-        f"--hostname={name}@%h",
-    ]
-
-
-def commands(*, port: str) -> dict[str, list[str]]:
-    """Web, the two workers and beat. Beat keeps its schedule in VAR_DIR, with the SQLite
-    database, the broker and the media of the embedded default."""
-    return {
-        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        "worker-interactive": worker_command("interactive", queue=INTERACTIVE_QUEUE),
-        "worker-bulk": worker_command("bulk", queue=BULK_QUEUE),
-        "beat": [
-            PYTHON,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "beat",
-            "--loglevel=INFO",
-            "--schedule",
-            str(VAR_DIR / "celerybeat-schedule"),
-        ],
-    }
-
-
 # Seconds to wait for the web process to answer and the workers to say "ready".
 START_TIMEOUT = 240
 # Kombu logs this for every connection to the filesystem broker of the embedded default,
@@ -136,6 +99,43 @@ def wait_until_up(processes: dict, output: Output, *, url: str) -> bool:
             return True
         time.sleep(0.5)
     return True
+
+
+def worker_command(name: str, *, queue: str) -> list[str]:
+    return [
+        PYTHON,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--loglevel=INFO",
+        "--concurrency=2",
+        "-Q",
+        queue,
+        f"--hostname={name}@%h",
+    ]
+
+
+def commands(*, port: str) -> dict[str, list[str]]:
+    """Web, the two workers and beat. Beat keeps its schedule in VAR_DIR, with the SQLite
+    database, the broker and the media of the embedded default."""
+    return {
+        "web": [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        "worker-interactive": worker_command("interactive", queue=INTERACTIVE_QUEUE),
+        "worker-bulk": worker_command("bulk", queue=BULK_QUEUE),
+        "beat": [
+            PYTHON,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "beat",
+            "--loglevel=INFO",
+            "--schedule",
+            str(VAR_DIR / "celerybeat-schedule"),
+        ],
+    }
 
 
 def main() -> int:
