@@ -543,7 +543,10 @@ def run_detail(request: ConsoleRequest, run_id: str) -> HttpResponse:
         agent=request.agent, conversation_id=run.conversation_id
     )
     steps = selectors.run_trace(agent=request.agent, run_id=run.id, limit=TRACE_LIMIT)
-    trace = waterfall(steps, limit=TRACE_LIMIT, run_start=run.created_at)
+    run_end = run.completed_at
+    if run_end is None and run.total_turn_latency_ms is not None:
+        run_end = run.created_at + timedelta(milliseconds=run.total_turn_latency_ms)
+    trace = waterfall(steps, limit=TRACE_LIMIT, run_start=run.created_at, run_end=run_end)
     step_url = reverse("activity:step_detail", args=[run.id, "__step__"])
     context = {
         "section": "runs",
@@ -551,6 +554,7 @@ def run_detail(request: ConsoleRequest, run_id: str) -> HttpResponse:
         "conversation": conversation,
         "trace": trace,
         "trace_rows": rows_html(trace.rows, step_url=step_url),
+        "late_rows": rows_html(trace.late_rows, step_url=step_url),
         "produced": selectors.run_messages(agent=request.agent, run_id=run.id),
     }
     return render(request, "activity/run_detail.html", context)

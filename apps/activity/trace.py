@@ -6,7 +6,7 @@ built here with every key and value escaped, links are kept only for http(s) URL
 transcript), and nothing is ever rendered as markup of its own.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.utils.html import escape
@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from apps.activity.models import RunStep
 from apps.activity.transcript import safe_url
+from apps.common.durations import duration_text
 
 # Width of the bar chart's coordinate space: bars are <rect>s in a viewBox this wide (SVG
 # attributes, not inline styles, which the Content-Security-Policy refuses).
@@ -41,6 +42,16 @@ class Waterfall:
     rows: list[StepRow]
     total_ms: float
     truncated: bool
+    # Steps that started long after the run ended (a late search naming the run): drawn in a
+    # lane of their own, to their own scale, so they do not squeeze the run's bars to slivers.
+    late_rows: list[StepRow] = field(default_factory=list)
+    late_total_ms: float = 0.0
+    late_after_ms: float = 0.0  # from the run's end to the first late step
+
+
+# A step is "after the run" when it starts this long after the run's end (and at least half
+# the run's own length after it): a straggler recorded seconds late stays on the main axis.
+LATE_AFTER = timedelta(seconds=5)
 
 
 def _end(step: RunStep) -> datetime:
@@ -51,20 +62,14 @@ def _end(step: RunStep) -> datetime:
     return step.started_at
 
 
-def waterfall(steps: list[RunStep], *, limit: int, run_start: datetime | None = None) -> Waterfall:
-    """Rows in tree order (each step under its parent, siblings by start), bars to scale."""
-    truncated = len(steps) > limit
-    steps = steps[:limit]
-    if not steps:
-        return Waterfall(rows=[], total_ms=0.0, truncated=False)
+def _rows(steps: list[RunStep], start: datetime) -> tuple[list[StepRow], float]:
+    """Rows in tree order (each step under its parent, siblings by start), bars to scale from
+    `start` to the last step's end."""
     ids = {step.id for step in steps}
     children: dict[str | None, list[RunStep]] = {}
     for step in steps:  # already in start order
         parent = step.parent_id if step.parent_id in ids else None
         children.setdefault(parent, []).append(step)
-    start = min(step.started_at for step in steps)
-    if run_start is not None and run_start < start:
-        start = run_start
     end = max(_end(step) for step in steps)
     total_ms = max((end - start).total_seconds() * 1000, 0.001)
     rows: list[StepRow] = []
@@ -90,7 +95,46 @@ def waterfall(steps: list[RunStep], *, limit: int, run_start: datetime | None = 
         for step in steps
         if step.id not in seen
     )
-    return Waterfall(rows=rows, total_ms=total_ms, truncated=truncated)
+    return rows, total_ms
+
+
+def waterfall(
+    steps: list[RunStep],
+    *,
+    limit: int,
+    run_start: datetime | None = None,
+    run_end: datetime | None = None,
+) -> Waterfall:
+    """Rows in tree order, bars to scale; steps that started well after `run_end` go to a
+    separate "after the run" lane with its own scale."""
+    truncated = len(steps) > limit
+    steps = steps[:limit]
+    if not steps:
+        return Waterfall(rows=[], total_ms=0.0, truncated=False)
+    start = min(step.started_at for step in steps)
+    if run_start is not None and run_start < start:
+        start = run_start
+    late: list[RunStep] = []
+    if run_end is not None and run_end >= start:
+        cutoff = run_end + max(LATE_AFTER, (run_end - start) / 2)
+        late = [step for step in steps if step.started_at > cutoff]
+        steps = [step for step in steps if step.started_at <= cutoff]
+    if not steps:  # every step late: one lane, drawn as usual
+        steps, late = late, []
+    rows, total_ms = _rows(steps, start)
+    if not late:
+        return Waterfall(rows=rows, total_ms=total_ms, truncated=truncated)
+    late_start = min(step.started_at for step in late)
+    late_rows, late_total_ms = _rows(late, late_start)
+    assert run_end is not None
+    return Waterfall(
+        rows=rows,
+        total_ms=total_ms,
+        truncated=truncated,
+        late_rows=late_rows,
+        late_total_ms=late_total_ms,
+        late_after_ms=(late_start - run_end).total_seconds() * 1000,
+    )
 
 
 # --- The JSON tree -----------------------------------------------------------------------------
@@ -118,7 +162,12 @@ def _scalar(value) -> str:
     )
 
 
-def _tree(value, budget: _Budget, *, open_: bool) -> str:
+# Levels of a step's input or output shown open: a chat's messages and each message's fields,
+# rather than a tree collapsed at every level below the top (issue 38, defect 8).
+OPEN_LEVELS = 3
+
+
+def _tree(value, budget: _Budget, *, open_: bool, depth: int = 0) -> str:
     budget.nodes -= 1
     if budget.nodes < 0:
         return '<span class="muted">…</span>'
@@ -139,14 +188,14 @@ def _tree(value, budget: _Budget, *, open_: bool) -> str:
             break
         parts.append(
             f'<li><span class="json-key">{escape(str(key))}</span>: '
-            f"{_tree(child, budget, open_=False)}</li>"
+            f"{_tree(child, budget, open_=depth + 1 < OPEN_LEVELS, depth=depth + 1)}</li>"
         )
     parts.append("</ul></details>")
     return "".join(parts)
 
 
 def json_tree(value) -> SafeString:
-    """A collapsible, inert HTML tree of a JSON value (top level open)."""
+    """A collapsible, inert HTML tree of a JSON value (its first OPEN_LEVELS levels open)."""
     return mark_safe(_tree(value, _Budget(MAX_TREE_NODES), open_=True))  # noqa: S308 - escaped above
 
 
@@ -180,13 +229,9 @@ def _credits(value: float) -> str:
     return text or "0"
 
 
-def _ms(value: float) -> str:
-    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
-
-
 def _meta(step: RunStep) -> str:
     parts = [
-        f'<span class="step-duration">{_ms(step.duration_ms)} ms</span>'
+        f'<span class="step-duration">{duration_text(step.duration_ms)}</span>'
         if step.duration_ms is not None
         else f'<span class="step-duration">{escape(step.status)}</span>'
     ]

@@ -16,10 +16,17 @@ from django.utils.safestring import SafeString
 from apps.common.charts import Reference, bars, lines
 
 
-def month_to_date(days: Sequence[date], credits: Sequence[float]) -> list[float]:
-    totals = []
+def month_to_date(
+    days: Sequence[date], credits: Sequence[float], *, today: date | None = None
+) -> list[float | None]:
+    """The running total of each month's credits; no value after `today` (the line stops
+    there rather than running flat through days that have not happened)."""
+    totals: list[float | None] = []
     running = 0.0
     for i, day in enumerate(days):
+        if today is not None and day > today:
+            totals.append(None)
+            continue
         if i == 0 or day.day == 1:
             running = 0.0
         running += credits[i]
@@ -39,6 +46,7 @@ def credits_against_limit(
     limit: Decimal | None,
     *,
     links: Sequence[str],
+    today: date | None = None,
 ) -> SafeString:
     references = []
     if limit is not None:
@@ -48,7 +56,7 @@ def credits_against_limit(
         ]
     return lines(
         days,
-        {"month to date": month_to_date(days, credits)},
+        {"month to date": month_to_date(days, credits, today=today)},
         "Credits this month so far against the monthly limit",
         unit="credits",
         links=links,

@@ -155,7 +155,7 @@ def _context(request: ConsoleRequest, *, form: CreditLimitForm | None = None) ->
         "token_max": max([abs(value) for _, value in tokens + cache_tokens] + [1]),
         "daily_chart": charts.credits_per_day(days, daily_credits, links=day_links),
         "month_chart": charts.credits_against_limit(
-            days, daily_credits, usage.credit_limit, links=day_links
+            days, daily_credits, usage.credit_limit, links=day_links, today=today
         ),
         "percent_used": percent_used(usage.month_credits, usage.credit_limit),
         "limit_state": limit_state(usage.month_credits, usage.credit_limit),

@@ -41,6 +41,7 @@ class ConsoleRequest(HttpRequest):
 
 
 SESSION_AGENT_KEY = "console_agent_id"
+OWNERS_ONLY = "Only workspace owners can do this. Ask an owner of the workspace."
 
 # The console's navigation: label, URL name, section, owners only. Entries whose page is not
 # installed are left out, and so are owner-only ones for members.
@@ -122,7 +123,13 @@ def console_view(view: Callable | None = None, *, owner_required: bool = False):
             if not _attach_agent(request):
                 return render(request, "workspaces/no_agent.html", status=403)
             if owner_required and not request.is_owner:
-                raise PermissionDenied("Only workspace owners can use this page.")
+                if getattr(request, "htmx", False):
+                    # An action clicked on a page opened before the role changed: the reason,
+                    # for console.js to show where it was clicked (not a whole 403 page).
+                    return HttpResponse(
+                        OWNERS_ONLY, status=403, content_type="text/plain; charset=utf-8"
+                    )
+                raise PermissionDenied(OWNERS_ONLY)
             try:
                 return func(request, *args, **kwargs)
             except NotFound as exc:  # another Agent's or a deleted resource: the 404 page

@@ -145,17 +145,21 @@ def api_key_create_page(request: ConsoleRequest) -> HttpResponse:
 @console_view
 def api_key_revoke_page(request: ConsoleRequest, key_id: str) -> HttpResponse:
     key = api_key_list(agent=request.agent).filter(pk=key_id).first()
+    row_error = None
     try:
         key = api_key_revoke(agent=request.agent, key_id=key_id, by_user=request.user)
         messages.success(request, f"Revoked “{key.name}”. It stopped working immediately.")
     except ServiceError as exc:
-        messages.error(request, exc.message)
+        if request.htmx and key is not None:
+            row_error = exc.message  # said in the row that was clicked, not on the next page
+        else:
+            messages.error(request, exc.message)
     if request.htmx and key is not None:
         key.refresh_from_db()
         return render(
             request,
             "workspaces/api_key_list.html#api-key-row",
-            {"key": key, "is_owner": request.is_owner},
+            {"key": key, "is_owner": request.is_owner, "row_error": row_error},
         )
     return redirect("workspaces:api_key_list")
 

@@ -150,3 +150,53 @@ document.addEventListener("keydown", (event) => {
   marks.forEach((other) => other.setAttribute("tabindex", other === next ? "0" : "-1"));
   next.focus();
 });
+
+// Phones: the Runs and Conversations filters fold behind a "Filters (n)" button, n the filters
+// in use, so the list starts on the first screen (issue 38, defect 9). Wider screens (CSS)
+// hide the button and always show the form.
+function foldFilters(form) {
+  if (form.dataset.folded) return;
+  form.dataset.folded = "1";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "btn btn-small filters-toggle";
+  button.setAttribute("aria-controls", form.id);
+  button.setAttribute("aria-expanded", "false");
+  form.classList.add("filters-folded");
+  const count = () => {
+    const used = Array.from(form.elements).filter(
+      (field) => field.name && field.type !== "hidden" && field.type !== "submit" && field.value
+    ).length;
+    button.textContent = used ? `Filters (${used})` : "Filters";
+  };
+  count();
+  form.addEventListener("change", count);
+  form.addEventListener("input", count);
+  button.addEventListener("click", () => {
+    const open = form.classList.toggle("filters-folded") === false;
+    button.setAttribute("aria-expanded", String(open));
+  });
+  form.before(button);
+}
+document.querySelectorAll("#run-filters, #conversation-filters").forEach(foldFilters);
+
+// A refused HTMX action (403: the role changed since the page was opened) says why where it
+// was clicked: the server's reason goes in a note after the form, not on the next page.
+document.addEventListener("htmx:responseError", (event) => {
+  const xhr = event.detail.xhr;
+  if (!xhr || xhr.status !== 403) return;
+  const source = event.detail.elt;
+  const anchor = (source && (source.closest("form") || source)) || null;
+  if (!anchor) return;
+  let note = anchor.nextElementSibling;
+  if (!note || !note.classList.contains("inline-error")) {
+    note = document.createElement("div");
+    note.className = "form-error inline-error";
+    note.setAttribute("role", "alert");
+    anchor.after(note);
+  }
+  const type = xhr.getResponseHeader("Content-Type") || "";
+  note.textContent = type.startsWith("text/plain") && xhr.responseText
+    ? xhr.responseText
+    : "Not allowed: only workspace owners can do this.";
+});

@@ -49,4 +49,4 @@ def test_overview_page_shows_changes_and_credits_per_model(client, owner, agent)
     html = client.get(reverse("activity:overview"), {"days": 7}).content.decode()
     assert 'data-change="runs">— vs previous 7 days<' in html
     credits = html.split('id="credits-by-model"', 1)[1]
-    assert "<code>gpt-test</code>" in credits and ">1.5</td>" in credits
+    assert "<code>gpt-test</code>" in credits and ">1.50</td>" in credits

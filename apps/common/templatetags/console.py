@@ -5,6 +5,7 @@ from datetime import datetime
 from django import template
 from django.utils.timesince import timesince
 
+from apps.common.durations import duration_text
 from apps.common.markdown import render_markdown
 
 register = template.Library()
@@ -31,11 +32,18 @@ def query_with(context, **changes) -> str:
 
 @register.filter(name="ms_after")
 def ms_after(later, earlier) -> str:
-    """`+1,693 ms` from `earlier` to `later`, for timelines; empty when either is missing."""
+    """`+1.7 s` from `earlier` to `later`, for timelines; empty when either is missing."""
     if later is None or earlier is None:
         return ""
-    milliseconds = (later - earlier).total_seconds() * 1000
-    return f"+{milliseconds:,.0f} ms"
+    return f"+{duration_text((later - earlier).total_seconds() * 1000)}"
+
+
+@register.filter(name="duration")
+def duration_filter(milliseconds) -> str:
+    """Milliseconds as people read them: `412 ms`, `3.0 s`, `16 min 50 s`; "—" when unknown."""
+    if milliseconds is None or milliseconds == "":
+        return "—"
+    return duration_text(float(milliseconds))
 
 
 @register.filter(name="credits")
@@ -54,3 +62,15 @@ def ago(value: datetime | None) -> str:
         return ""
     since = timesince(value, depth=1)
     return "just now" if since.startswith("0\xa0") else f"{since} ago"
+
+
+@register.filter(name="credits_fixed")
+def credits_fixed(value) -> str:
+    """Credits with two decimals and thousands separators (`1,234.50`), for a column or card
+    whose figures line up; a tiny non-zero amount reads `< 0.01`, not `0.00`."""
+    if value is None or value == "":
+        return "0.00"
+    amount = float(value)
+    if 0 < abs(amount) < 0.005:
+        return "< 0.01" if amount > 0 else "> -0.01"
+    return f"{amount:,.2f}"

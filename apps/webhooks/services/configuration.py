@@ -83,6 +83,20 @@ def _validate_events(events) -> list[str]:
     return [event for event in EVENT_TYPES if event in events]
 
 
+# The delivery health the attempt recorder keeps on the row describes the endpoint it tried.
+_HEALTH_FIELDS = ("failing_since", "last_error", "last_error_at", "last_attempt_at",
+                  "last_success_at")  # fmt: skip
+
+
+def _health_reset(webhook: Webhook) -> list[str]:
+    """Forget the previous URL's health: a new endpoint starts with no failure streak (the
+    page said "Failing since" the old URL's first failure after the URL changed)."""
+    for name in _HEALTH_FIELDS:
+        setattr(webhook, name, None)
+    webhook.consecutive_failures = 0
+    return [*_HEALTH_FIELDS, "consecutive_failures"]
+
+
 def webhook_update(*, agent, url=_UNSET, events=_UNSET, enabled=_UNSET, paused=_UNSET) -> Webhook:
     """Change the configuration; each argument left out keeps its value.
 
@@ -97,6 +111,7 @@ def webhook_update(*, agent, url=_UNSET, events=_UNSET, enabled=_UNSET, paused=_
         if url is not _UNSET and not _is_unchanged_url(url, webhook.url):
             webhook.url = None if url in (None, "") else _validate_url(url)
             changed.append("url")
+            changed += _health_reset(webhook)
         if events is not _UNSET:
             webhook.events = _validate_events(events)
             changed.append("events")

@@ -1,0 +1,75 @@
+"""`make run` (scripts/run_all.py) on the embedded default: the console address is printed
+only once it answers, the sign-in and the demo key last (issue 38, defect 11)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_make_run_prints_the_address_once_it_answers_and_the_key_last(tmp_path: Path) -> None:
+    """Issue 38, defect 11: the address is printed only once the web process answers (a click
+    on it at once works), the sign-in and the once-shown key come after the workers' start-up
+    output, and the start-up warnings (SQLite's W040, Kombu's "No hostname") are gone."""
+    import urllib.request
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "REDIS_URL": "",
+        "DEBUG": "1",
+        "PORT": str(port),
+    }
+    (tmp_path / "var").mkdir()
+    migrated = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "W040" not in migrated.stdout + migrated.stderr
+    process = subprocess.Popen(
+        [sys.executable, "scripts/run_all.py"], cwd=ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()  # type: ignore[union-attr]
+            assert line, "run_all stopped:\n" + "".join(lines[-40:])
+            lines.append(line)
+            if "Console:" in line:
+                # Clicked at once: it answers.
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=10) as r:
+                    assert r.status == 200
+                break
+        else:
+            raise AssertionError("no Console line:\n" + "".join(lines[-40:]))
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    text = "".join(lines)
+    owner = max(i for i, line in enumerate(lines) if "Owner " in line)
+    key = max(i for i, line in enumerate(lines) if "API key " in line)
+    ready = [i for i, line in enumerate(lines) if " ready." in line and "@" in line]
+    assert len(ready) == 2 and max(ready) < owner and max(ready) < key
+    assert "W040" not in text
+    assert '"logger":"kombu.connection"' not in text
