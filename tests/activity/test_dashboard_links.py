@@ -112,7 +112,7 @@ def test_the_overview_ranks_users_by_credits_in_the_period(owner_client, agent, 
     html = owner_client.get("/overview/?days=7").content.decode()
     section = html.split('id="credits-by-user"', 1)[1].split("</section>", 1)[0]
     assert section.index("Alice") < section.index("Bob")  # 5.0 credits before 0.5
-    assert ">5<" in section and ">0.5<" in section  # Bob's February run is outside
+    assert ">5.00<" in section and ">0.50<" in section  # Bob's February run is outside
     alice_runs = [
         link for link in _links(html, 'id="credits-by-user"') if spread["alice"].id in link
     ]
