@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.databases import benchmark_environment  # noqa: E402 - after the path is set
+from benchmarks.recording import start_server, wait_until_up  # noqa: E402 - gunicorn as README runs it
 
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agent_console_scores_bench"
 AGENT_ID = "agt_scores_bench"
@@ -96,34 +97,6 @@ def _ensure_runs(connection, agent_id: str, count: int, *, prefix: str) -> None:
             """,
             {"prefix": prefix, "agent": agent_id, "count": count, "have": have},
         )
-
-
-def start_server(env: dict, port: int) -> subprocess.Popen:
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / "scores_gunicorn.log"
-    with open(log, "a") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--workers", "2",
-             "--threads", "4", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
-
-
-def wait_until_up(port: int, key: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", "/v1/connection", headers={"Authorization": f"Bearer {key}"})
-            response = connection.getresponse()
-            response.read()
-            if response.status == 200:
-                return
-            last = response.status
-        except OSError as error:
-            last = error
-            time.sleep(0.3)
-    raise SystemExit(f"gunicorn did not answer at port {port}: {last}")
 
 
 def bodies(run_ids: list[str], batches: int, size: int, tag: str) -> list[bytes]:
