@@ -1,12 +1,10 @@
 """A browser token used from real pages in Chromium: a page on one of the Agent's allowed
 origins reads its end user's conversations; a page on a foreign origin is blocked by CORS."""
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from tests.activity.factories import conversation_factory, end_user_factory
+from tests.browser.embedding_pages import page_origins
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,33 +35,10 @@ PAGE = b"""<!doctype html>
 """
 
 
-class _WidgetPage(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture
 def widget_origin():
-    """Start a page server on a free port; returns a function giving its origin."""
-    servers = []
-
-    def start() -> str:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _WidgetPage)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    """Start the page on a free port; returns a function giving its origin."""
+    yield from page_origins(PAGE)
 
 
 def test_allowed_origin_reads_and_foreign_origin_is_blocked(

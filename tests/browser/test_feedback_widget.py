@@ -3,13 +3,11 @@ origin than the API: the page lists the assistant's answers of the user's conver
 user votes down with a comment and then changes their mind; a page on a foreign origin with the
 same token writes nothing."""
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from apps.scores.models import Score
 from tests.activity.factories import conversation_factory, end_user_factory, message_factory
+from tests.browser.embedding_pages import page_origins
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,32 +66,10 @@ PAGE = b"""<!doctype html>
 """
 
 
-class _WidgetPage(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture
 def widget_origin():
-    servers = []
-
-    def start() -> str:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _WidgetPage)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    """Start the page on a free port; returns a function giving its origin."""
+    yield from page_origins(PAGE)
 
 
 def test_an_end_user_votes_from_the_embedding_page_and_a_foreign_page_cannot(
