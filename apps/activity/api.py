@@ -18,6 +18,7 @@ from drf_spectacular.utils import (
 
 from apps.activity import analytics, otlp, selectors
 from apps.activity import events as activity_events
+from apps.activity.records import RECORD_SERIALIZERS, records_parse
 from apps.activity.rendering import (
     CONVERSATION,
     MESSAGE,
@@ -30,7 +31,6 @@ from apps.activity.rendering import (
     user_to_dict,
 )
 from apps.activity.serializers import (
-    RECORD_SERIALIZERS,
     AuthTokenCreateIn,
     AuthTokenOut,
     ConversationOut,
@@ -40,7 +40,6 @@ from apps.activity.serializers import (
     RunOut,
     StepOut,
     UserOut,
-    records_parse,
 )
 from apps.activity.services import activity_record, auth_token_create
 from apps.activity.tracing import spans_record

@@ -39,7 +39,7 @@ from apps.activity.recording import (
     step_bounded,
     wanted_of,
 )
-from apps.activity.serializers import RECORD_SERIALIZERS, Record
+from apps.activity.records import RECORD_SERIALIZERS, Record
 from apps.common.errors import BadRequest
 from apps.common.time import iso
 from apps.knowledge.events import KnowledgeSearched

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.activity.models import Run, RunStep
 from apps.activity.recording import Unit, wanted_of
-from apps.activity.serializers import records_parse
+from apps.activity.records import records_parse
 from apps.activity.services import activity_record
 from apps.common.errors import BadRequest
 from apps.usage.models import DailyUsage

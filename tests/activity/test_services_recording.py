@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from apps.activity.models import Conversation, EndUser, Message, Run
-from apps.activity.serializers import record_parse, records_parse
+from apps.activity.records import record_parse, records_parse
 from apps.activity.services import RecordResult, activity_record
 from apps.common.errors import BadRequest
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory

@@ -4,7 +4,7 @@ import pytest
 from django.db import transaction
 
 from apps.activity.models import Run
-from apps.activity.serializers import records_parse
+from apps.activity.records import records_parse
 from apps.activity.services import activity_record
 from apps.common.errors import BadRequest
 from apps.webhooks.models import Webhook, WebhookDelivery

@@ -6,7 +6,8 @@ serializer refuses. And it does answer for ordinary records (else it would buy n
 import pytest
 from rest_framework import serializers
 
-from apps.activity.serializers import RECORD_SERIALIZERS, AuthTokenCreateIn
+from apps.activity.records import RECORD_SERIALIZERS
+from apps.activity.serializers import AuthTokenCreateIn
 from apps.api.compiled import compile_serializer
 
 WHEN = "2025-01-31T12:00:00Z"

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.db.models import Sum
 
-from apps.activity.serializers import records_parse
+from apps.activity.records import records_parse
 from apps.activity.services import activity_record
 from apps.usage.models import DailyLatency, DailyUsage
 

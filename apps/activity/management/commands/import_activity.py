@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.activity.serializers import record_parse
+from apps.activity.records import record_parse
 from apps.activity.services import activity_record
 from apps.common.errors import ServiceError
 from apps.workspaces.models import Agent
