@@ -5,14 +5,10 @@ nothing more. They coexist with the other apps' `/v1/agents/{agentId}/<path>` ro
 none of those paths is `archive`, `restore` or `revisions`."""
 
 from apps.api.routing import Route
-from apps.workspaces.api import (
-    AgentManagementViewSet,
-    AgentRevisionViewSet,
-    ApiKeyViewSet,
-    AuditEventViewSet,
-    ConnectionViewSet,
-    WorkspaceViewSet,
-)
+from apps.workspaces.api import AgentManagementViewSet, AgentRevisionViewSet, WorkspaceViewSet
+from apps.workspaces.audit_api import AuditEventViewSet
+from apps.workspaces.connection_api import ConnectionViewSet
+from apps.workspaces.key_api import ApiKeyViewSet
 
 # What authenticated the request: both path forms, composed first in /v1 (config.api_urls).
 connection_routes: list[Route] = [

@@ -13,7 +13,6 @@ from apps.api.scopes import ALL_SCOPES, OWNER_SCOPES
 from apps.common.errors import InsufficientScope, ServiceError
 from apps.common.keyset import paginate
 from apps.common.sorting import ListSorts, SortColumn, sorted_list, time_or_never
-from apps.workspaces.api import API_KEY_KEYSET
 from apps.workspaces.console import (
     SESSION_AGENT_KEY,
     ConsoleRequest,
@@ -28,6 +27,7 @@ from apps.workspaces.console import (
     render_page,
 )
 from apps.workspaces.forms import ApiKeyCreateForm
+from apps.workspaces.key_api import API_KEY_KEYSET
 from apps.workspaces.selectors import (
     API_KEY_STATUSES,
     agent_list_for_user,

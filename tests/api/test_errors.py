@@ -76,7 +76,7 @@ def test_unreachable_database_is_service_unavailable(api, django_db_blocker):
 
 @override_settings(DEBUG=False)
 def test_uncaught_exception_is_internal_server_error_json(api, monkeypatch):
-    from apps.workspaces import api as views
+    from apps.workspaces import connection_api as views
 
     def explode(*args, **kwargs):
         raise RuntimeError("secret internals /etc/passwd")
