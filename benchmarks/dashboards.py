@@ -39,7 +39,7 @@ def fill(runs: int, users: int) -> None:
     from django.db import connection
 
     from apps.activity.models import Run
-    from apps.usage.services import rollup_rebuild
+    from apps.usage.rollup import rollup_rebuild
     from apps.workspaces.models import Agent, Workspace
 
     call_command("migrate", verbosity=0)

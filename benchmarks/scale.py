@@ -176,7 +176,7 @@ def fill(runs: int) -> None:
 
     from apps.activity.models import Run
     from apps.usage.models import DailyLatency, DailyUsage
-    from apps.usage.services import rollup_rebuild
+    from apps.usage.rollup import rollup_rebuild
     from apps.workspaces.models import Agent, Workspace
 
     call_command("migrate", verbosity=0)

@@ -33,7 +33,7 @@ def prepare(runs: int, agents: int, days: int) -> str:
     from django.db import connection
 
     from apps.activity.models import Run
-    from apps.usage.services import rollup_rebuild
+    from apps.usage.rollup import rollup_rebuild
     from apps.usage.tiers import months_seal
     from apps.workspaces.models import Agent, Workspace
     from apps.workspaces.services import api_key_create

@@ -8,7 +8,7 @@ class UsageConfig(AppConfig):
     def ready(self) -> None:
         # Usage listens to activity (never the other way): every recorded run moves the rollup.
         from apps.activity.events import on_runs_recorded
-        from apps.usage.services import rollup_on_runs_recorded
+        from apps.usage.rollup import rollup_on_runs_recorded
 
         on_runs_recorded(rollup_on_runs_recorded)
         # The Overview's latency panel reads the rollup's histograms, as the Usage page does.

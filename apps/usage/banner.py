@@ -21,9 +21,10 @@ from django.core.cache import cache
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from apps.usage.days import month_start, utc_day
 from apps.usage.events import ThresholdAnnounced
 from apps.usage.rendering import limit_state, percent_used
-from apps.usage.services import month_credits, month_start, utc_day
+from apps.usage.services import month_credits
 from apps.workspaces.models import Workspace
 
 logger = logging.getLogger(__name__)

@@ -4,10 +4,10 @@
 day (the day of a run's `created_at`) holds the sums over that day's runs, and one row per
 Agent, day and latency bucket holds how many of those runs took that long. The recording
 service keeps both equal to the sums over the runs by applying each recorded change as a
-difference (`apps.usage.services`); `manage.py usage_rebuild` recomputes them from the runs.
+difference (`apps.usage.rollup`); `manage.py usage_rebuild` recomputes them from the runs.
 
 Each of those rows is split in up to ROLLUP_STRIPES stripes: a recording adds its differences
-to a stripe of the Agent that no other recording in flight holds (apps.usage.services,
+to a stripe of the Agent that no other recording in flight holds (apps.usage.rollup,
 `rollup_stripe`), so concurrent recordings of one busy Agent do not queue on one row lock until
 each other's commit. A stripe alone means nothing (a run counted in
 one stripe may be taken away in another when it changes); every reader sums the stripes of an

@@ -20,14 +20,10 @@ from django.db.models import OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from apps.common.errors import BadRequest, NotFound
+from apps.usage.days import month_start, next_month, utc_day
 from apps.usage.latency import bucket_value
 from apps.usage.models import DailyLatency, DailyUsage
-from apps.usage.services import (
-    COUNTER_FIELDS,
-    month_start,
-    next_month,
-    utc_day,
-)
+from apps.usage.rollup import COUNTER_FIELDS
 from apps.workspaces.models import Agent, Workspace
 
 GRANULARITIES = ("day", "week")

@@ -17,13 +17,13 @@ from datetime import date
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.usage.days import next_month
 from apps.usage.models import (
     LatencyMonth,
     MonthlyLatency,
     WorkspaceDailyLatency,
     WorkspaceDayPercentiles,
 )
-from apps.usage.services import next_month
 
 # A month is sealed once this many days have passed since its last day ended.
 SEAL_AFTER_DAYS = 2

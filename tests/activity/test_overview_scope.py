@@ -13,7 +13,7 @@ from apps.activity import charts
 from apps.activity.overview import OverviewScope, overview_get, overview_scope_parse
 from apps.common.charts import X_LABELS
 from apps.common.latency import bucket_of, bucket_value
-from apps.usage.services import rollup_rebuild
+from apps.usage.rollup import rollup_rebuild
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
 
 pytestmark = pytest.mark.django_db

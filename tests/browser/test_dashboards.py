@@ -17,7 +17,8 @@ from playwright.sync_api import expect
 
 from apps.activity.demo import activity_seed_demo
 from apps.activity.models import Run
-from apps.usage.services import month_credits, rollup_rebuild
+from apps.usage.rollup import rollup_rebuild
+from apps.usage.services import month_credits
 from apps.workspaces.models import Workspace
 from tests.browser.conftest import sign_in
 

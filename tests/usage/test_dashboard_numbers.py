@@ -16,7 +16,7 @@ from apps.activity.overview import OverviewScope, overview_get
 from apps.usage import selectors
 from apps.usage.banner import _key
 from apps.usage.pages import tokens_by_kind
-from apps.usage.services import rollup_rebuild
+from apps.usage.rollup import rollup_rebuild
 from apps.workspaces.models import Workspace
 from tests.usage.helpers import record_run
 

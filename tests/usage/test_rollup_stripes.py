@@ -15,13 +15,9 @@ from django.db.models import Sum
 
 from apps.usage import tiers
 from apps.usage.models import ROLLUP_STRIPES, DailyLatency, DailyUsage
+from apps.usage.rollup import connection_stripe, rollup_rebuild, rollup_stripe
 from apps.usage.selectors import Period, agent_latency_histograms, usage_get
-from apps.usage.services import (
-    connection_stripe,
-    month_credits,
-    rollup_rebuild,
-    rollup_stripe,
-)
+from apps.usage.services import month_credits
 from tests.usage.helpers import conversation, record, record_run, rollup_state
 
 pytestmark = pytest.mark.django_db(transaction=True)

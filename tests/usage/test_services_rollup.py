@@ -10,10 +10,10 @@ from django.db import connection
 from django.db.models import Sum
 
 from apps.activity.models import Run
-from apps.usage import services
+from apps.usage import rollup
 from apps.usage.latency import BOUNDARIES
 from apps.usage.models import DailyLatency, DailyUsage
-from apps.usage.services import credits_decimal, rollup_rebuild
+from apps.usage.rollup import credits_decimal, rollup_rebuild
 from tests.activity.factories import run_factory
 from tests.usage.helpers import conversation, record, record_run, rollup_state
 
@@ -132,7 +132,7 @@ def test_the_sql_and_python_rebuilds_agree_on_boundaries_and_long_decimals(agent
     by_sql = rollup_state()
     DailyUsage.objects.all().delete()
     DailyLatency.objects.all().delete()
-    services._rebuild_in_python(None)
+    rollup._rebuild_in_python(None)
     assert rollup_state() == by_sql
 
 

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand
 from apps.activity.demo import activity_seed_demo
 from apps.knowledge.demo import knowledge_seed_demo
 from apps.scores.demo import scores_seed_demo
-from apps.usage.services import rollup_rebuild
+from apps.usage.rollup import rollup_rebuild
 from apps.webhooks.demo import webhook_seed_demo
 from apps.workspaces.demo import demo_seed
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.usage.services import rollup_rebuild
+from apps.usage.rollup import rollup_rebuild
 from apps.workspaces.models import Agent
 
 
