@@ -359,35 +359,67 @@ def usage_get(
     scope = Q(workspace=workspace, day__gte=period.start, day__lte=period.end)
     if agent is not None:
         scope &= Q(agent=agent)
-    totals = Figures()
-    by_agent: dict[str, Figures] = defaultdict(Figures)
-    by_day: dict[date, Figures] = defaultdict(Figures)
-    by_agent_day: dict[tuple[str, date], Figures] = {}
+    sums = _sums(scope, per_agent_day=per_agent_day)
+    latency = _latency_percentiles(
+        workspace=workspace, period=period, agent=agent, per_agent_day=per_agent_day
+    )
+    sums.totals.p50, sums.totals.p95 = latency.get(("total", "", None), (None, None))
+    for agent_id, figures in sums.by_agent.items():
+        figures.p50, figures.p95 = latency.get(("agent", agent_id, None), (None, None))
+    for (agent_id, day), figures in sums.by_agent_day.items():
+        figures.p50, figures.p95 = latency.get(("agent_day", agent_id, day), (None, None))
+    series = _series(period, sums.by_day, latency)
+    agents = _agents_figures(workspace, agent, sums.by_agent)
+    month = month_start(utc_day(timezone.now()))
+    credit_limit, month_credits = _limit_and_month_credits(workspace, month)
+    return Usage(
+        workspace=workspace,
+        agent=agent,
+        period=period,
+        totals=sums.totals,
+        agents=agents,
+        series=series,
+        month=month,
+        month_credits=month_credits,
+        credit_limit=credit_limit,
+        daily=dict(sums.by_day),
+        per_agent_day=sums.by_agent_day,
+    )
+
+
+@dataclass
+class _Sums:
+    totals: Figures = field(default_factory=Figures)
+    by_agent: dict[str, Figures] = field(default_factory=lambda: defaultdict(Figures))
+    by_day: dict[date, Figures] = field(default_factory=lambda: defaultdict(Figures))
+    by_agent_day: dict[tuple[str, date], Figures] = field(default_factory=dict)
+
+
+def _sums(scope: Q, *, per_agent_day: bool) -> _Sums:
+    """The counters in `scope` in total, per Agent, per day, and per Agent-day if asked."""
+    sums = _Sums()
     if per_agent_day:
         for row in _counter_sums(scope, "agent_id", "day"):
             figures = Figures()
             figures.add_counters(row)
-            by_agent_day[(row["agent_id"], row["day"])] = figures
-            for target in (totals, by_agent[row["agent_id"]], by_day[row["day"]]):
+            sums.by_agent_day[(row["agent_id"], row["day"])] = figures
+            for target in (sums.totals, sums.by_agent[row["agent_id"]], sums.by_day[row["day"]]):
                 target.add_counters(row)
     else:
         # Summed in the database: a year of 5 Agents is 1,830 rows, of which 371 sums travel.
         for row in _counter_sums(scope, "agent_id"):
-            by_agent[row["agent_id"]].add_counters(row)
+            sums.by_agent[row["agent_id"]].add_counters(row)
         for row in _counter_sums(scope, "day"):
-            by_day[row["day"]].add_counters(row)
-        for figures in by_agent.values():
-            totals.add_counters(figures.counters)
+            sums.by_day[row["day"]].add_counters(row)
+        for figures in sums.by_agent.values():
+            sums.totals.add_counters(figures.counters)
+    return sums
 
-    latency = _latency_percentiles(
-        workspace=workspace, period=period, agent=agent, per_agent_day=per_agent_day
-    )
-    totals.p50, totals.p95 = latency.get(("total", "", None), (None, None))
-    for agent_id, figures in by_agent.items():
-        figures.p50, figures.p95 = latency.get(("agent", agent_id, None), (None, None))
-    for (agent_id, day), figures in by_agent_day.items():
-        figures.p50, figures.p95 = latency.get(("agent_day", agent_id, day), (None, None))
 
+def _series(
+    period: Period, by_day: Mapping[date, Figures], latency: Mapping[tuple, tuple]
+) -> list[tuple[date, date, Figures]]:
+    """(first day, last day, figures) of each day or week of the period."""
     series = []
     for first, last in period.buckets():
         entry = Figures()
@@ -400,20 +432,27 @@ def usage_get(
         key = first if period.granularity == "day" else first - timedelta(days=first.weekday())
         entry.p50, entry.p95 = latency.get(("series", "", key), (None, None))
         series.append((first, last, entry))
+    return series
 
+
+def _agents_figures(
+    workspace: Workspace, agent: Agent | None, by_agent: Mapping[str, Figures]
+) -> list[tuple[Agent, Figures]]:
+    """`agent` alone, or every active Agent (zeros included) and the archived ones that used
+    something, most credits first."""
     if agent is not None:
-        agents = [(agent, by_agent.get(agent.pk) or Figures())]
-    else:
-        # Every active Agent (zeros included), and archived ones that used something.
-        candidates = Agent.objects.filter(workspace=workspace).filter(
-            Q(status=Agent.Status.ACTIVE) | Q(pk__in=list(by_agent))
-        )
-        agents = [(candidate, by_agent.get(candidate.pk) or Figures()) for candidate in candidates]
-        agents.sort(key=lambda pair: (-pair[1].credits, -pair[1].counters["runs"], pair[0].pk))
+        return [(agent, by_agent.get(agent.pk) or Figures())]
+    candidates = Agent.objects.filter(workspace=workspace).filter(
+        Q(status=Agent.Status.ACTIVE) | Q(pk__in=list(by_agent))
+    )
+    agents = [(candidate, by_agent.get(candidate.pk) or Figures()) for candidate in candidates]
+    agents.sort(key=lambda pair: (-pair[1].credits, -pair[1].counters["runs"], pair[0].pk))
+    return agents
 
-    month = month_start(utc_day(timezone.now()))
-    # One query for the limit (read fresh: the API key's cached copy of the workspace may
-    # predate a change) and this month's credits.
+
+def _limit_and_month_credits(workspace: Workspace, month: date) -> tuple[Decimal | None, Decimal]:
+    """One query for the limit (read fresh: the API key's cached copy of the workspace may
+    predate a change) and this month's credits."""
     this_month = (
         DailyUsage.objects.filter(
             workspace=OuterRef("pk"), day__gte=month, day__lt=next_month(month)
@@ -428,17 +467,4 @@ def usage_get(
         .values_list("monthly_credit_limit", "month_credits")
         .get()
     )
-    month_credits = month_credits or Decimal(0)
-    return Usage(
-        workspace=workspace,
-        agent=agent,
-        period=period,
-        totals=totals,
-        agents=agents,
-        series=series,
-        month=month,
-        month_credits=month_credits,
-        credit_limit=credit_limit,
-        daily=dict(by_day),
-        per_agent_day=by_agent_day,
-    )
+    return credit_limit, month_credits or Decimal(0)
