@@ -6,7 +6,7 @@ Agent that already has activity is left alone.
 """
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -163,14 +163,7 @@ def _assistant_parts(
     return parts
 
 
-def activity_seed_demo(*, agent: Agent) -> str:
-    """Fill `agent` with a month of realistic activity, unless it already has some."""
-    if EndUser.objects.filter(agent=agent).exists() or Run.objects.filter(agent=agent).exists():
-        return "already present (left unchanged)"
-    rng = random.Random(f"demo-{agent.pk}")
-    now = timezone.now()
-    start = now - timedelta(days=DAYS)
-
+def _users(rng: random.Random, *, agent: Agent, start: datetime) -> list[EndUser]:
     users = []
     for i in range(USERS):
         first_seen = start + timedelta(seconds=rng.uniform(0, DAYS * 86400 * 0.8))
@@ -193,105 +186,164 @@ def activity_seed_demo(*, agent: Agent) -> str:
                 last_seen_at=first_seen,
             )
         )
+    return users
 
-    conversations, messages, runs = [], [], []
+
+# A conversation's topic: its order number, the user's question, the answer, the tools it calls.
+Topic = tuple[int, str, str, tuple[str, ...]]
+
+
+def _conversation(
+    rng: random.Random, *, agent: Agent, user: EndUser, now: datetime
+) -> tuple[Conversation, Topic]:
+    began = user.first_seen_at + timedelta(
+        seconds=rng.uniform(0, (now - user.first_seen_at).total_seconds())
+    )
+    n = rng.randint(100, 9999)
+    title, question, answer, topic_tools = rng.choice(TOPICS)
+    conversation = Conversation(
+        id=new_id("conv"),
+        agent=agent,
+        user=user,
+        title=title.format(n=n) if rng.random() > 0.05 else None,
+        source="embed" if rng.random() < 0.85 else "preview",
+        created_at=began,
+        updated_at=began,
+    )
+    return conversation, (n, question, answer, topic_tools)
+
+
+def _turn(
+    rng: random.Random,
+    conversation: Conversation,
+    topic: Topic,
+    *,
+    moment: datetime,
+    first: bool,
+    streaming: bool,
+) -> tuple[list[Message], Run, datetime]:
+    """One exchange: the user's message, the run answering it and (unless it failed, mostly)
+    the assistant's message; with when the user speaks next."""
+    agent = conversation.agent
+    n, question, answer, topic_tools = topic
+    text = (
+        question.format(n=n)
+        if first
+        else rng.choice(
+            (
+                "Thanks! And how long will that take?",
+                "Can you check again?",
+                "Great, thank you.",
+            )
+        )
+    )
+    messages = [
+        Message(
+            id=new_id("msg"), agent=agent, conversation=conversation, role="user",
+            parts=_user_parts(rng, text), created_at=moment,
+        )
+    ]  # fmt: skip
+    run, done = _run(rng, conversation, topic_tools, moment=moment, streaming=streaming)
+    ended = run.status != "streaming"
+    if run.status != "failed" or rng.random() < 0.5:
+        messages.append(
+            Message(
+                id=new_id("msg"), agent=agent, conversation=conversation, role="assistant",
+                parts=_assistant_parts(rng, n, answer, run.tool_names, run.failed_tool_names),
+                created_at=done, updated_at=done if ended else None,
+            )
+        )  # fmt: skip
+    return messages, run, done + timedelta(seconds=rng.uniform(20, 600))
+
+
+def _run(
+    rng: random.Random,
+    conversation: Conversation,
+    topic_tools: tuple[str, ...],
+    *,
+    moment: datetime,
+    streaming: bool,
+) -> tuple[Run, datetime]:
+    """A run of a model answering at `moment`, with when it ended."""
+    model, efforts, speed, price = rng.choice(MODELS)
+    tools = rng.sample(topic_tools, k=min(len(topic_tools), rng.choice((0, 1, 1, 2))))
+    failed = [tool for tool in tools if rng.random() < 0.12]
+    roll = rng.random()
+    run_status = (
+        "failed"
+        if roll < 0.06 or (failed and roll < 0.3)
+        else ("aborted" if roll < 0.09 else "completed")
+    )
+    if streaming:
+        run_status = "streaming"
+    input_tokens = int(rng.lognormvariate(7.3, 0.6))
+    output_tokens = int(rng.lognormvariate(5.4, 0.7))
+    cache_read = int(input_tokens * rng.choice((0, 0, 0.3, 0.6)))
+    first_chunk = moment + timedelta(milliseconds=rng.lognormvariate(6.4, 0.4) * speed)
+    latency = (first_chunk - moment).total_seconds() * 1000 + output_tokens * 12 * speed
+    latency += 900 * len(tools) * rng.uniform(0.6, 1.8)
+    done = moment + timedelta(milliseconds=latency)
+    ended = run_status != "streaming"
+    run = Run(
+        id=new_id("run"),
+        agent=conversation.agent,
+        conversation=conversation,
+        user=conversation.user,
+        request_id=f"req_{rng.getrandbits(48):012x}",
+        status=run_status,
+        model_id=model,
+        effort=rng.choice(efforts),
+        sdk_version=rng.choice(("5.0.12", "5.0.12", "5.1.3", "4.3.19")),
+        protocol_version=rng.choice((1, 2, 2)),
+        input_tokens=input_tokens if ended else None,
+        output_tokens=output_tokens if ended else None,
+        total_tokens=input_tokens + output_tokens if ended else None,
+        cache_read_tokens=cache_read if ended else None,
+        cache_write_tokens=int(input_tokens * 0.1) if ended and cache_read else 0,
+        credits_charged=round((input_tokens + output_tokens) / 1000 * price, 4) if ended else None,
+        tool_names=tools,
+        failed_tool_names=failed,
+        component_kinds=["card"] if rng.random() < 0.15 else [],
+        error_code=rng.choice(ERRORS) if run_status == "failed" else None,
+        first_chunk_at=first_chunk,
+        completed_at=done if ended else None,
+        total_turn_latency_ms=round(latency, 1) if ended else None,
+        created_at=moment,
+        updated_at=done if ended else moment,
+    )
+    return run, done
+
+
+def activity_seed_demo(*, agent: Agent) -> str:
+    """Fill `agent` with a month of realistic activity, unless it already has some."""
+    if EndUser.objects.filter(agent=agent).exists() or Run.objects.filter(agent=agent).exists():
+        return "already present (left unchanged)"
+    rng = random.Random(f"demo-{agent.pk}")
+    now = timezone.now()
+    start = now - timedelta(days=DAYS)
+    users = _users(rng, agent=agent, start=start)
+
+    conversations: list[Conversation] = []
+    messages: list[Message] = []
+    runs: list[Run] = []
     for c in range(CONVERSATIONS):
         user = rng.choice(users)
-        began = user.first_seen_at + timedelta(
-            seconds=rng.uniform(0, (now - user.first_seen_at).total_seconds())
-        )
-        n = rng.randint(100, 9999)
-        title, question, answer, topic_tools = rng.choice(TOPICS)
-        conversation = Conversation(
-            id=new_id("conv"),
-            agent=agent,
-            user=user,
-            title=title.format(n=n) if rng.random() > 0.05 else None,
-            source="embed" if rng.random() < 0.85 else "preview",
-            created_at=began,
-            updated_at=began,
-        )
-        moment = began
+        conversation, topic = _conversation(rng, agent=agent, user=user, now=now)
+        moment = conversation.created_at
         turns = rng.choice((1, 1, 2, 2, 3, 4))
         status = "completed"
         for turn in range(turns):
-            text = (
-                question.format(n=n)
-                if turn == 0
-                else rng.choice(
-                    (
-                        "Thanks! And how long will that take?",
-                        "Can you check again?",
-                        "Great, thank you.",
-                    )
-                )
+            turn_messages, run, moment = _turn(
+                rng,
+                conversation,
+                topic,
+                moment=moment,
+                first=turn == 0,
+                streaming=c < 3 and turn == turns - 1,
             )
-            messages.append(
-                Message(
-                    id=new_id("msg"), agent=agent, conversation=conversation, role="user",
-                    parts=_user_parts(rng, text), created_at=moment,
-                )
-            )  # fmt: skip
-            model, efforts, speed, price = rng.choice(MODELS)
-            tools = rng.sample(topic_tools, k=min(len(topic_tools), rng.choice((0, 1, 1, 2))))
-            failed = [tool for tool in tools if rng.random() < 0.12]
-            roll = rng.random()
-            run_status = (
-                "failed"
-                if roll < 0.06 or (failed and roll < 0.3)
-                else ("aborted" if roll < 0.09 else "completed")
-            )
-            if c < 3 and turn == turns - 1:
-                run_status = "streaming"
-            input_tokens = int(rng.lognormvariate(7.3, 0.6))
-            output_tokens = int(rng.lognormvariate(5.4, 0.7))
-            cache_read = int(input_tokens * rng.choice((0, 0, 0.3, 0.6)))
-            first_chunk = moment + timedelta(milliseconds=rng.lognormvariate(6.4, 0.4) * speed)
-            latency = (first_chunk - moment).total_seconds() * 1000 + output_tokens * 12 * speed
-            latency += 900 * len(tools) * rng.uniform(0.6, 1.8)
-            done = moment + timedelta(milliseconds=latency)
-            ended = run_status != "streaming"
-            runs.append(
-                Run(
-                    id=new_id("run"),
-                    agent=agent,
-                    conversation=conversation,
-                    user=user,
-                    request_id=f"req_{rng.getrandbits(48):012x}",
-                    status=run_status,
-                    model_id=model,
-                    effort=rng.choice(efforts),
-                    sdk_version=rng.choice(("5.0.12", "5.0.12", "5.1.3", "4.3.19")),
-                    protocol_version=rng.choice((1, 2, 2)),
-                    input_tokens=input_tokens if ended else None,
-                    output_tokens=output_tokens if ended else None,
-                    total_tokens=input_tokens + output_tokens if ended else None,
-                    cache_read_tokens=cache_read if ended else None,
-                    cache_write_tokens=int(input_tokens * 0.1) if ended and cache_read else 0,
-                    credits_charged=round((input_tokens + output_tokens) / 1000 * price, 4)
-                    if ended
-                    else None,
-                    tool_names=tools,
-                    failed_tool_names=failed,
-                    component_kinds=["card"] if rng.random() < 0.15 else [],
-                    error_code=rng.choice(ERRORS) if run_status == "failed" else None,
-                    first_chunk_at=first_chunk,
-                    completed_at=done if ended else None,
-                    total_turn_latency_ms=round(latency, 1) if ended else None,
-                    created_at=moment,
-                    updated_at=done if ended else moment,
-                )
-            )
-            if run_status != "failed" or rng.random() < 0.5:
-                messages.append(
-                    Message(
-                        id=new_id("msg"), agent=agent, conversation=conversation,
-                        role="assistant", parts=_assistant_parts(rng, n, answer, tools, failed),
-                        created_at=done, updated_at=done if ended else None,
-                    )
-                )  # fmt: skip
-            status = run_status
-            moment = done + timedelta(seconds=rng.uniform(20, 600))
+            messages += turn_messages
+            runs.append(run)
+            status = run.status
         conversation.status = status
         conversation.updated_at = min(moment, now)
         user.last_seen_at = max(user.last_seen_at, conversation.updated_at)
