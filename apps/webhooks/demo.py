@@ -79,16 +79,7 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
         return None
     rng = random.Random(f"demo-webhooks-{agent.pk}")
     now = timezone.now()
-    ended = Run.objects.filter(agent=agent, status__in=END_STATES).order_by("-created_at")
-    recent = list(ended[: DEMO_DELIVERIES - DEMO_OLD_DELIVERIES])
-    # A few from before the whole retry schedule could run out, so some of them can truly
-    # have given up by now (a delivery gives up about 18 hours after its event).
-    gave_up_before = now - timedelta(seconds=sum(DEMO_RETRY_SCHEDULE) + 3600)
-    old = list(
-        ended.filter(created_at__lt=gave_up_before).exclude(pk__in=[run.pk for run in recent])[
-            :DEMO_OLD_DELIVERIES
-        ]
-    )
+    recent, old = _demo_runs(agent, now=now)
     runs = recent + old
     # The newest few that could have been tried by now keep failing, and every delivery that
     # succeeds finished before the third of those was first tried: the badge reads "failing"
@@ -112,46 +103,23 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
         deliveries, attempts = [], []
         for index, run in enumerate(runs):
             sent_at = sent[run.pk]
-            delivery = WebhookDelivery(
-                webhook=webhook,
-                agent=agent,
-                run_id=run.id,
-                event_type=f"run.{run.status}",
-                body=event_body(event_type=f"run.{run.status}", at=sent_at, data=run_to_dict(run)),
-                created_at=sent_at,
-            )
             # Every attempt is in the past: one whose time has not come is the next one due.
             if run.pk in failing:  # the newest few keep failing and wait for their next retry
-                tried, due = _schedule_walk(
-                    delivery, failures=3, succeeds=False, at=sent_at, now=now, rng=rng
-                )
+                failures, succeeds = 3, False
             elif index >= len(recent) and index % 3 == 0:  # some old ones gave up
-                failures = len(DEMO_RETRY_SCHEDULE) + 1
-                tried, due = _schedule_walk(
-                    delivery, failures=failures, succeeds=False, at=sent_at, now=now, rng=rng
-                )
+                failures, succeeds = len(DEMO_RETRY_SCHEDULE) + 1, False
             else:  # most succeed at once, some on a retry
                 failures = 1 if rng.random() < 0.15 and sent_at < quiet_before else 0
-                tried, due = _schedule_walk(
-                    delivery, failures=failures, succeeds=True, at=sent_at, now=now, rng=rng
-                )
-            if due is not None:
-                # Failed so far, and the schedule goes on: pending, due at the next step (a
-                # walk of three failures waits for its fourth attempt the same way).
-                delivery.status = DeliveryStatus.PENDING
-                delivery.next_attempt_at = max(due, now + timedelta(seconds=DEMO_RETRY_SCHEDULE[2]))
-            elif tried[-1].status == AttemptStatus.SUCCEEDED:  # a walk ends with an attempt
-                delivery.status = DeliveryStatus.SUCCEEDED
-            else:
-                delivery.status = DeliveryStatus.FAILED
-            delivery.attempts = len(tried)
-            # As the dispatcher counts: one scheduled retry per failure the schedule covered.
-            failed = sum(attempt.status != AttemptStatus.SUCCEEDED for attempt in tried)
-            delivery.retry_count = min(failed, len(DEMO_RETRY_SCHEDULE))
-            if tried:  # (a run that ended seconds ago has no attempt yet)
-                delivery.response_status = tried[-1].response_status
-                delivery.error_message = tried[-1].error_message
-            delivery.updated_at = tried[-1].finished_at if tried else sent_at
+                succeeds = True
+            delivery, tried = _delivery(
+                webhook,
+                run,
+                sent_at=sent_at,
+                failures=failures,
+                succeeds=succeeds,
+                now=now,
+                rng=rng,
+            )
             deliveries.append(delivery)
             attempts.extend(tried)
         WebhookDelivery.objects.bulk_create(deliveries)
@@ -163,3 +131,61 @@ def webhook_seed_demo(*, agent: Agent) -> str | None:
             )
         webhook.save()
     return f"webhook to {DEMO_URL} with {len(deliveries)} deliveries"
+
+
+def _demo_runs(agent: Agent, *, now: datetime) -> tuple[list[Run], list[Run]]:
+    """The recent ended runs, and a few from before the whole retry schedule could run out, so
+    some of them can truly have given up by now (a delivery gives up about 18 hours after its
+    event)."""
+    ended = Run.objects.filter(agent=agent, status__in=END_STATES).order_by("-created_at")
+    recent = list(ended[: DEMO_DELIVERIES - DEMO_OLD_DELIVERIES])
+    gave_up_before = now - timedelta(seconds=sum(DEMO_RETRY_SCHEDULE) + 3600)
+    old = list(
+        ended.filter(created_at__lt=gave_up_before).exclude(pk__in=[run.pk for run in recent])[
+            :DEMO_OLD_DELIVERIES
+        ]
+    )
+    return recent, old
+
+
+def _delivery(
+    webhook: Webhook,
+    run: Run,
+    *,
+    sent_at: datetime,
+    failures: int,
+    succeeds: bool,
+    now: datetime,
+    rng: random.Random,
+) -> tuple[WebhookDelivery, list[WebhookAttempt]]:
+    """The delivery of `run`'s event and its attempts, walked along the retry schedule, in the
+    state the dispatcher would have left them."""
+    delivery = WebhookDelivery(
+        webhook=webhook,
+        agent=webhook.agent,
+        run_id=run.id,
+        event_type=f"run.{run.status}",
+        body=event_body(event_type=f"run.{run.status}", at=sent_at, data=run_to_dict(run)),
+        created_at=sent_at,
+    )
+    tried, due = _schedule_walk(
+        delivery, failures=failures, succeeds=succeeds, at=sent_at, now=now, rng=rng
+    )
+    if due is not None:
+        # Failed so far, and the schedule goes on: pending, due at the next step (a
+        # walk of three failures waits for its fourth attempt the same way).
+        delivery.status = DeliveryStatus.PENDING
+        delivery.next_attempt_at = max(due, now + timedelta(seconds=DEMO_RETRY_SCHEDULE[2]))
+    elif tried[-1].status == AttemptStatus.SUCCEEDED:  # a walk ends with an attempt
+        delivery.status = DeliveryStatus.SUCCEEDED
+    else:
+        delivery.status = DeliveryStatus.FAILED
+    delivery.attempts = len(tried)
+    # As the dispatcher counts: one scheduled retry per failure the schedule covered.
+    failed = sum(attempt.status != AttemptStatus.SUCCEEDED for attempt in tried)
+    delivery.retry_count = min(failed, len(DEMO_RETRY_SCHEDULE))
+    if tried:  # (a run that ended seconds ago has no attempt yet)
+        delivery.response_status = tried[-1].response_status
+        delivery.error_message = tried[-1].error_message
+    delivery.updated_at = tried[-1].finished_at if tried else sent_at
+    return delivery, tried
