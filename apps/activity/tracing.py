@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from apps.activity import analytics, otlp
+from apps.activity import analytics, otlp, span_mapping
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
 from apps.activity.recording import (
     MAX_STEP_DEPTH,
@@ -187,7 +187,10 @@ def _spans_record(agent: Agent, spans: list[otlp.SpanData], result: SpansResult)
     now = timezone.now()
     steps = [
         _step_values(
-            *step_bounded(otlp.step_fields(pool[span_id])), agent=agent, run_id=run_id, now=now
+            *step_bounded(span_mapping.step_fields(pool[span_id])),
+            agent=agent,
+            run_id=run_id,
+            now=now,
         )  # fmt: skip
         for span_id, run_id in placed.items()
         if run_id in existing_runs
@@ -299,7 +302,7 @@ def _step_values(
     fields: dict[str, Any], cut: list[str], *, agent: Agent, run_id: str, now: datetime
 ) -> dict[str, Any]:
     """A step row by attribute name (`recording.new_row`'s and `values_insert`'s `values`),
-    from a span's bounded fields (`step_bounded(otlp.step_fields(span))`)."""
+    from a span's bounded fields (`step_bounded(span_mapping.step_fields(span))`)."""
     fields.update(agent_id=agent.pk, run_id=run_id, created_at=now, updated_at=now, truncated=cut)
     ended = fields["ended_at"]
     if ended is not None and fields.get("duration_ms") is None:
@@ -398,7 +401,7 @@ def _expired_record(agent: Agent, spans: list[otlp.SpanData]) -> int:
     now = timezone.now()
     steps = []
     for span in spans:
-        fields, cut = step_bounded(otlp.step_fields(span))
+        fields, cut = step_bounded(span_mapping.step_fields(span))
         parent = fields.get("parent_id")
         if (
             parent is not None
@@ -435,18 +438,20 @@ def _orphan_tool_calls_attach(
     roots = [
         span
         for span in incoming.values()
-        if span["parent_span_id"] is None and otlp.span_kind(span) == "agent"
+        if span["parent_span_id"] is None and span_mapping.span_kind(span) == "agent"
     ]
-    root_conversations = {otlp.metadata(root, *_CONVERSATION_KEYS) for root in roots} - {None}
+    root_conversations = {span_mapping.metadata(root, *_CONVERSATION_KEYS) for root in roots} - {
+        None
+    }
     orphans = [
         span
         for span in incoming.values()
         if span["parent_span_id"] is None
         and span["name"] == "ai.toolCall"
-        and otlp.metadata(span, *_CONVERSATION_KEYS) is not None
+        and span_mapping.metadata(span, *_CONVERSATION_KEYS) is not None
     ]
     conversations = root_conversations | {
-        otlp.metadata(span, *_CONVERSATION_KEYS) for span in orphans
+        span_mapping.metadata(span, *_CONVERSATION_KEYS) for span in orphans
     }
     _locks_take(agent, {f"orphans:{conversation}" for conversation in conversations})
     if root_conversations:
@@ -458,7 +463,7 @@ def _orphan_tool_calls_attach(
                 pool[span["span_id"]] = span
     by_conversation: dict[str, list[tuple[Any, Any, Any, tuple[str, str]]]] = {}
     for order, root in enumerate(roots):
-        conversation = otlp.metadata(root, *_CONVERSATION_KEYS)
+        conversation = span_mapping.metadata(root, *_CONVERSATION_KEYS)
         if conversation is not None:
             end = int(root["end"]) if root["end"] else None
             by_conversation.setdefault(conversation, []).append(
@@ -466,7 +471,7 @@ def _orphan_tool_calls_attach(
             )
     owners = _latest_running(
         by_conversation,
-        [(otlp.metadata(orphan, *_CONVERSATION_KEYS), int(orphan["start"]), orphan["span_id"])
+        [(span_mapping.metadata(orphan, *_CONVERSATION_KEYS), int(orphan["start"]), orphan["span_id"])
          for orphan in orphans],
     )  # fmt: skip
     owners.update(
@@ -474,7 +479,7 @@ def _orphan_tool_calls_attach(
     )
     waiting: dict[str, str] = {}
     for orphan in orphans:
-        conversation = otlp.metadata(orphan, *_CONVERSATION_KEYS)
+        conversation = span_mapping.metadata(orphan, *_CONVERSATION_KEYS)
         assert conversation is not None
         owner = owners.get(orphan["span_id"])
         if owner is None:
@@ -537,7 +542,7 @@ def _recorded_owners(agent: Agent, orphans: list[otlp.SpanData]) -> dict[str, tu
     if not orphans:
         return {}
     starts = {orphan["span_id"]: otlp.started_at(orphan) for orphan in orphans}
-    points = [(otlp.metadata(orphan, *_CONVERSATION_KEYS), starts[orphan["span_id"]],
+    points = [(span_mapping.metadata(orphan, *_CONVERSATION_KEYS), starts[orphan["span_id"]],
                orphan["span_id"]) for orphan in orphans]  # fmt: skip
     intervals: dict[Any, list[tuple[Any, Any, Any, Any]]] = {}
     for run_id, conversation, created, completed in (
@@ -600,12 +605,12 @@ class _TraceFacts:
         """Read once per trace, whatever its number of roots (a trace has one; when spans
         without a parent share a trace id, the first to start is the run's root)."""
         root = min(roots, key=lambda span: (int(span["start"]), span["span_id"]))
-        agent_spans = [span for span in trace if otlp.span_kind(span) == "agent"]
+        agent_spans = [span for span in trace if span_mapping.span_kind(span) == "agent"]
         ordered = [root, *sorted(agent_spans, key=lambda span: span["start"]), *trace]
 
         def find(*names: str) -> str | None:
             for span in ordered:
-                value = otlp.metadata(span, *names)
+                value = span_mapping.metadata(span, *names)
                 if value is not None:
                     return value
             return None
@@ -645,7 +650,7 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         fact.trace_id,
         fact.conversation_id,
     )
-    fields = otlp.step_fields(root)
+    fields = span_mapping.step_fields(root)
     started, ended = fields["started_at"], fields["ended_at"]
     user_id = None
     if fact.external_id is not None:
@@ -655,7 +660,7 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         user = unit.user_by_external_id(fact.external_id)
         assert user is not None
         user_id = user.id
-    question, answer = otlp.messages_of(fact.head)
+    question, answer = span_mapping.messages_of(fact.head)
     status = {"failed": "failed", "completed": "completed"}.get(fields["status"], "streaming")
     conversation = {"id": conversation_id, "status": status}
     if unit.get(Conversation, conversation_id) is None:
@@ -675,9 +680,9 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         "id": trace_id,
         "conversation_id": conversation_id,
         "request_id": trace_id,
-        "sdk_version": otlp.sdk_version(trace) or (sdk or root["scope"] or "otlp")[:64],
+        "sdk_version": span_mapping.sdk_version(trace) or (sdk or root["scope"] or "otlp")[:64],
         "created_at": started,
-        **otlp.run_dimensions([root, fact.head, *trace]),
+        **span_mapping.run_dimensions([root, fact.head, *trace]),
     }
     if user_id is not None:
         run["user_id"] = user_id
@@ -688,12 +693,12 @@ def _run_of_trace(unit: Unit, fact: _TraceFacts) -> None:
         run["completed_at"] = ended
         run["total_turn_latency_ms"] = (ended - started).total_seconds() * 1000
     if status == "failed":
-        run["error_code"] = otlp.error_code(root)
+        run["error_code"] = span_mapping.error_code(root)
     first_tokens = [
         (otlp.started_at(span), ms)
         for span in trace
         if isinstance(ms := span["attributes"].get("ai.response.msToFirstChunk"), int | float)
-        and otlp.span_kind(span) == "model"
+        and span_mapping.span_kind(span) == "model"
     ]
     if first_tokens:
         start, ms = min(first_tokens, key=lambda item: item[0])

@@ -1,5 +1,5 @@
-"""`otlp.step_fields` (which reads each span through a plan made once per attribute shape)
-maps every span as the mapping before it did, kept here verbatim as `old_step_fields`, over
+"""`span_mapping.step_fields` (which reads each span through a plan made once per attribute
+shape) maps every span as the mapping before it did, kept here verbatim as `old_step_fields`, over
 thousands of varied spans: every kind, AI SDK and GenAI names, values of every JSON type,
 failures with and without exception events, open spans."""
 
@@ -10,16 +10,9 @@ import orjson
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from apps.activity import otlp
-from apps.activity.otlp import (
-    _datetime,
-    _document,
-    _int,
-    _json_or_text,
-    _number,
-    span_kind,
-    started_at,
-)
+from apps.activity import span_mapping
+from apps.activity.otlp import _datetime, started_at
+from apps.activity.span_mapping import _document, _int, _json_or_text, _number, span_kind
 
 SpanData = dict[str, Any]
 
@@ -146,7 +139,7 @@ def old_step_fields(span: SpanData) -> dict[str, Any]:
 # --- Varied spans -------------------------------------------------------------------------------
 
 _NAMES = sorted(
-    {name for names in otlp._GROUPS.values() for group in names for name in group}
+    {name for names in span_mapping._GROUPS.values() for group in names for name in group}
     | {"gen_ai.tool.call.id", "ai.toolCall.id", "app.custom", "user.id", "http.status_code"}
 )
 _OPERATIONS = [None, "chat", "text_completion", "generate_content", "embeddings", "execute_tool",
@@ -199,22 +192,22 @@ def _varied_span(rng: random.Random, index: int) -> SpanData:
 def test_step_fields_maps_varied_spans_as_the_old_mapping_did(seed):
     rng = random.Random(seed)
     spans = [_varied_span(rng, index) for index in range(3000)]
-    otlp._PLANS.clear()
+    span_mapping._PLANS.clear()
     kinds = set()
     for span in spans + spans:  # the second time through, every plan is made already
         expected = old_step_fields(span)
-        assert otlp.step_fields(span) == expected, span
-        assert orjson.dumps(otlp.step_fields(span), option=orjson.OPT_NON_STR_KEYS) == orjson.dumps(
-            expected, option=orjson.OPT_NON_STR_KEYS
-        )  # the same key order too
+        assert span_mapping.step_fields(span) == expected, span
+        assert orjson.dumps(
+            span_mapping.step_fields(span), option=orjson.OPT_NON_STR_KEYS
+        ) == orjson.dumps(expected, option=orjson.OPT_NON_STR_KEYS)  # the same key order too
         kinds.add(expected["kind"])
     assert kinds == {"model", "agent", "tool", "retrieval", "custom"}
 
 
 def test_the_plans_stay_bounded():
-    otlp._PLANS.clear()
-    for index in range(otlp._MAX_PLANS + 10):
+    span_mapping._PLANS.clear()
+    for index in range(span_mapping._MAX_PLANS + 10):
         span = _varied_span(random.Random(index), index)
         span["attributes"][f"unique.{index}"] = "x"
-        assert otlp.step_fields(span) == old_step_fields(span)
-    assert len(otlp._PLANS) <= otlp._MAX_PLANS
+        assert span_mapping.step_fields(span) == old_step_fields(span)
+    assert len(span_mapping._PLANS) <= span_mapping._MAX_PLANS
