@@ -442,7 +442,7 @@ class PendingSpan(models.Model):
     span_id = models.CharField(max_length=16)
     parent_span_id = models.CharField(max_length=16, null=True, blank=True)
     # An AI SDK tool call detached from its run waits for a run of this conversation
-    # (apps.activity.tracing._orphan_tool_calls_attach).
+    # (apps.activity.orphan_spans.orphan_tool_calls_attach).
     conversation_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
     span = models.JSONField()
     received_at = models.DateTimeField()

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.activity.tracing import pending_spans_expire
+from apps.activity.pending_spans import pending_spans_expire
 
 
 @shared_task(name="activity.expire_pending_spans")

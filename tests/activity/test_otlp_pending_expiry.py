@@ -8,7 +8,7 @@ import time_machine
 from django.conf import settings
 
 from apps.activity.models import PendingSpan, Run, RunStep
-from apps.activity.tracing import pending_spans_expire
+from apps.activity.pending_spans import pending_spans_expire
 from config.celery import app
 from tests.activity.test_otlp import ROOT, TRACE, _body, _post, _span
 
