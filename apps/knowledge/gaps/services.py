@@ -280,11 +280,11 @@ def question_key(text: str) -> str:
     return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
 
 
-def _to_bytes(vector: np.ndarray) -> bytes:
+def vector_to_bytes(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
-def _from_bytes(data: bytes | memoryview) -> np.ndarray:
+def vector_from_bytes(data: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(bytes(data), dtype="<f4").astype(np.float32)
 
 
@@ -357,7 +357,7 @@ def _agent_group(
     )
     centroids = clustering.Centroids()
     for gap_id, gap in groups.items():
-        centroids.add_group(gap_id, _from_bytes(gap.vector_sum))
+        centroids.add_group(gap_id, vector_from_bytes(gap.vector_sum))
     touched: dict[str, _Touched] = defaultdict(_Touched)
     for (key, occurrence), vector in zip(fresh.items(), vectors, strict=True):
         row, new = centroids.assign(vector)
@@ -365,7 +365,7 @@ def _agent_group(
             gap = KnowledgeGap.objects.create(
                 agent_id=agent_id,
                 representative=occurrence.query,
-                vector_sum=_to_bytes(vector),
+                vector_sum=vector_to_bytes(vector),
                 first_seen_at=occurrence.asked_at,
                 last_seen_at=occurrence.asked_at,
                 created_at=now,
@@ -382,7 +382,7 @@ def _agent_group(
             gap_id=gap_id,
             key=key,
             text=occurrence.query,
-            vector=_to_bytes(vector),
+            vector=vector_to_bytes(vector),
             count=0,
             first_seen_at=occurrence.asked_at,
             last_seen_at=occurrence.asked_at,
@@ -449,7 +449,7 @@ def _gap_add(gap_id: str, added: _Touched, *, vector_sum: np.ndarray | None, now
             gap.best_document_id = unscored.best_document_id
             gap.best_document_title = unscored.best_document_title
     if vector_sum is not None:
-        gap.vector_sum = _to_bytes(vector_sum)
+        gap.vector_sum = vector_to_bytes(vector_sum)
     reopened = 0
     if gap.status == KnowledgeGap.Status.RESOLVED and any(
         gap.resolved_at is None or item.asked_at > gap.resolved_at for item in items
