@@ -135,6 +135,30 @@ def server_cpu_seconds(server: subprocess.Popen) -> float:
     return total
 
 
+def database_cpu_seconds(database: str) -> float:
+    """User + system CPU seconds so far of the PostgreSQL backends serving `database` (their
+    process titles name it; /proc, Linux, server on this machine). Connections are kept 60 s,
+    so the web threads' backends live through a pass."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            title = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if not title.startswith("postgres: ") or f" {database} " not in title:
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def cpu_now(server: subprocess.Popen, database: str) -> tuple[float, float]:
+    return server_cpu_seconds(server), database_cpu_seconds(database)
+
+
 def post_all(port: int, key: str, batches: list[bytes]) -> tuple[float, list[dict], list[float]]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
@@ -159,11 +183,12 @@ def throughput(args, key: str, run_ids: list[str], port: int, server: subprocess
     tag = f"b{time.time_ns()}"
     batches = bodies(run_ids, args.batches, args.batch, tag)
     total = args.batches * args.batch
-    cpu0 = server_cpu_seconds(server)
+    database = connection.settings_dict["NAME"]
+    cpu0 = cpu_now(server, database)
     first, answers, lat1 = post_all(port, key, batches)
-    cpu1 = server_cpu_seconds(server)
+    cpu1 = cpu_now(server, database)
     second, again, lat2 = post_all(port, key, batches)
-    cpu2 = server_cpu_seconds(server)
+    cpu2 = cpu_now(server, database)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*), count(DISTINCT id) FROM scores_score WHERE agent_id = %s AND id LIKE %s",
@@ -175,12 +200,14 @@ def throughput(args, key: str, run_ids: list[str], port: int, server: subprocess
     print(
         f"  first pass:  {total / first:8.0f} scores/s  ({args.batches} x {args.batch}, "
         f"p50 {statistics.median(lat1):.0f} ms / batch, max {max(lat1):.0f} ms; "
-        f"gunicorn CPU {1000 * (cpu1 - cpu0) / args.batches:.0f} ms / batch)"
+        f"CPU per batch: gunicorn {1000 * (cpu1[0] - cpu0[0]) / args.batches:.0f} ms, "
+        f"PostgreSQL {1000 * (cpu1[1] - cpu0[1]) / args.batches:.0f} ms)"
     )
     print(
         f"  same again:  {total / second:8.0f} scores/s  (p50 {statistics.median(lat2):.0f} ms, "
         f"created {recreated}, unchanged {sum(a['unchanged'] for a in again)}; "
-        f"gunicorn CPU {1000 * (cpu2 - cpu1) / args.batches:.0f} ms / batch)"
+        f"CPU per batch: gunicorn {1000 * (cpu2[0] - cpu1[0]) / args.batches:.0f} ms, "
+        f"PostgreSQL {1000 * (cpu2[1] - cpu1[1]) / args.batches:.0f} ms)"
     )
     ok = rows == distinct == total == created and recreated == 0
     print(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from apps.activity.retention import Purged, conversations_purge_batch
 from apps.common.errors import BadRequest
+from apps.knowledge.gaps.retention import gaps_purge_batch
 from apps.knowledge.retention import versions_prune_superseded
 from apps.retention.events import activity_purged
 from apps.retention.models import RetentionPolicy
@@ -122,6 +123,42 @@ def _drain(purge_batch: Callable, deadline: float) -> tuple[list, bool]:
     return batches, False
 
 
+def _agent_purge(
+    agent_id: str,
+    before: datetime,
+    deadline: float,
+    *,
+    conversations_per_batch: int,
+    purged: Purged,
+    totals: dict[str, int],
+) -> bool:
+    """One Agent's expired activity, in order: conversations with their messages and runs, then
+    the webhook deliveries of runs that are gone, the scores of conversations that are gone,
+    and the unanswered questions asked before the cut-off. False when the time ran out."""
+    batches, done = _drain(
+        partial(
+            conversations_purge_batch,
+            agent_id=agent_id,
+            before=before,
+            batch_size=conversations_per_batch,
+        ),
+        deadline,
+    )
+    for batch in batches:
+        purged.add(batch)
+    follow = (
+        ("webhook_deliveries", deliveries_purge_batch, "deliveries"),
+        ("scores", scores_purge_batch, "scores"),
+        ("unanswered_questions", gaps_purge_batch, "askings"),
+    )
+    for total, purge_batch, counted in follow:
+        if not done:
+            return False
+        batches, done = _drain(partial(purge_batch, agent_id=agent_id, before=before), deadline)
+        totals[total] += sum(getattr(batch, counted) for batch in batches)
+    return done
+
+
 def retention_apply(
     *,
     time_budget_seconds: float = 20.0,
@@ -141,40 +178,23 @@ def retention_apply(
             continue
         before = now - timedelta(days=days)
         purged = Purged()
-        deliveries = 0
-        scores = 0
+        totals = {"webhook_deliveries": 0, "scores": 0, "unanswered_questions": 0}
         agent_ids = Agent.objects.filter(workspace=workspace).order_by("pk")
         for agent_id in agent_ids.values_list("pk", flat=True):
-            batches, done = _drain(
-                partial(
-                    conversations_purge_batch,
-                    agent_id=agent_id,
-                    before=before,
-                    batch_size=conversations_per_batch,
-                ),
+            if not _agent_purge(
+                agent_id,
+                before,
                 deadline,
-            )
-            for batch in batches:
-                purged.add(batch)
-            if done:
-                # After the runs: a delivery goes once its run is gone.
-                batches, done = _drain(
-                    partial(deliveries_purge_batch, agent_id=agent_id, before=before), deadline
-                )
-                deliveries += sum(batch.deliveries for batch in batches)
-            if done:
-                # And a score once its conversation is gone.
-                batches, done = _drain(
-                    partial(scores_purge_batch, agent_id=agent_id, before=before), deadline
-                )
-                scores += sum(batch.scores for batch in batches)
-            if not done:
+                conversations_per_batch=conversations_per_batch,
+                purged=purged,
+                totals=totals,
+            ):
                 result.finished = False
                 break
-        if purged.conversations or deliveries or scores:
+        if purged.conversations or any(totals.values()):
             result.purged[workspace.pk] = purged
-            result.webhook_deliveries[workspace.pk] = deliveries
-            counts = {**purged.counts(), "webhook_deliveries": deliveries, "scores": scores}
+            result.webhook_deliveries[workspace.pk] = totals["webhook_deliveries"]
+            counts = {**purged.counts(), **totals}
             _audit(
                 workspace.pk,
                 "retention.activity_purged",

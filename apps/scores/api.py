@@ -125,14 +125,13 @@ class ScoreViewSet(AgentViewSet):
             author={"api_key_id": self.credential.key.pk},
         )
         if isinstance(data, dict):
-            score = result.scores[0]
-            return json_response(score_to_dict(score), status=201 if result.created else 200)
+            return json_response(result.data[0], status=201 if result.created else 200)
         return json_response(
             {
                 "object": "score_batch",
                 "created": len(result.created),
-                "unchanged": len(result.scores) - len(result.created),
-                "data": [score_to_dict(score) for score in result.scores],
+                "unchanged": len(result.data) - len(result.created),
+                "data": result.data,
             }
         )
 

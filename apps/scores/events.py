@@ -10,13 +10,16 @@ from datetime import datetime
 
 from apps.common.events import Announcement
 from apps.common.time import iso
-from apps.scores.models import FEEDBACK_NAME, Score
+from apps.scores.models import FEEDBACK_NAME
 
 
 @dataclass(frozen=True)
 class ScoresCreated:
+    """New scores, as the API shows them (`score.created`'s data): rendered once, for the
+    answer and for whoever listens."""
+
     agent_id: str
-    scores: list[Score]
+    data: list[dict]
 
 
 scores_created: Announcement[ScoresCreated] = Announcement()

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from apps.activity.models import Conversation, EndUser, Message, Run
+from apps.activity.models import Conversation, EndUser, Message, Run, RunStep
 
 _counter = itertools.count(1)
 
@@ -88,3 +88,13 @@ def run_factory(*, agent=None, conversation=None, user=None, **fields) -> Run:
     return Run.objects.create(
         agent_id=agent_id, conversation=conversation, user=user or conversation.user, **defaults
     )
+
+
+def run_step_factory(*, run, **fields) -> RunStep:
+    """A step of `run` (a custom span unless `kind` says otherwise)."""
+    n = next(_counter)
+    now = timezone.now()
+    defaults = {"id": f"st_f{n}", "name": f"step {n}", "started_at": now, "created_at": now,
+                "updated_at": now}  # fmt: skip
+    defaults.update(fields)
+    return RunStep.objects.create(agent_id=run.agent_id, run_id=run.id, **defaults)

@@ -85,6 +85,7 @@ def test_expired_conversations_go_with_their_messages_and_runs_and_usage_stays(
         "runs": 2,
         "webhook_deliveries": 0,
         "scores": 0,
+        "unanswered_questions": 0,
     }
 
 
@@ -232,6 +233,7 @@ def test_run_steps_and_webhook_deliveries_go_with_their_run(agent, workspace, pu
         "runs": 1,
         "webhook_deliveries": 2,
         "scores": 0,
+        "unanswered_questions": 0,
     }
 
 

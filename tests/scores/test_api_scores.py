@@ -1,9 +1,17 @@
 """POST/GET/DELETE /v1/scores and /v1/score_configs: the contract of the extension."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from apps.scores.models import Score
-from tests.activity.factories import conversation_factory, message_factory, run_factory
+from tests.activity.factories import (
+    conversation_factory,
+    message_factory,
+    run_factory,
+    run_step_factory,
+)
 from tests.scores.factories import score_config_factory, score_factory
 
 pytestmark = pytest.mark.django_db
@@ -131,6 +139,85 @@ def test_list_filters_and_is_newest_first(api, agent):
     named = api.get(f"/v1/scores?run_id={run.id}&name=a").json()["data"]
     assert [s["id"] for s in named] == [first.id]
     assert api.get("/v1/scores?source=end_user").json()["data"] == []
+
+
+def test_a_batch_of_every_target_kind_stores_what_each_implies(api, agent, other_agent):
+    run = run_factory(agent=agent)
+    step = run_step_factory(run=run)
+    answer = message_factory(conversation=run.conversation, role="assistant", run_id=run.id)
+    lone = conversation_factory(agent=agent)
+    batch = [
+        {"run_id": run.id, "name": "a", "value": 1},
+        {"step_id": step.id, "name": "b", "value": "ok"},
+        {"message_id": answer.id, "name": "c", "value": True},
+        {"conversation_id": lone.id, "name": "d", "value": 0.5},
+    ]
+    response = api.post("/v1/scores", json=batch)
+    assert response.status == 200, response.body
+    implied = [
+        (s["target_type"], s["run_id"], s["step_id"], s["conversation_id"], s["message_id"])
+        for s in response.json()["data"]
+    ]
+    assert implied == [
+        ("run", run.id, None, run.conversation_id, None),
+        ("run_step", run.id, step.id, run.conversation_id, None),
+        ("message", run.id, None, run.conversation_id, answer.id),
+        ("conversation", None, None, lone.id, None),
+    ]
+    stored = Score.objects.filter(agent=agent).values_list("target_type", "run_id", "step_id")
+    assert sorted(stored, key=lambda row: row[0]) == [
+        ("conversation", None, None),
+        ("message", run.id, None),
+        ("run", run.id, None),
+        ("run_step", run.id, step.id),
+    ]
+    # Another Agent's step, with the same id as one of ours would have: refused by name.
+    theirs = run_step_factory(run=run_factory(agent=other_agent))
+    response = api.post("/v1/scores", json=[{"step_id": theirs.id, "name": "b", "value": 1}])
+    assert response.status == 400
+    assert (
+        f"scores[0].step_id: no run step '{theirs.id}' of this Agent" in response.json()["message"]
+    )
+
+
+def test_list_filters_by_time_range_message_step_and_data_type(api, agent):
+    run = run_factory(agent=agent)
+    answer = message_factory(conversation=run.conversation, role="assistant", run_id=run.id)
+    step = run_step_factory(run=run)
+    long_ago = timezone.now() - timedelta(days=3)
+    old = score_factory(agent=agent, run=run, created_at=long_ago, updated_at=long_ago)
+    on_message = score_factory(
+        agent=agent, message=answer, data_type="boolean", number_value=None, boolean_value=True
+    )
+    on_step = score_factory(
+        agent=agent,
+        run=run,
+        target_type="run_step",
+        step_id=step.id,
+        data_type="categorical",
+        number_value=None,
+        string_value="partially",
+    )
+
+    def ids(query: str) -> set[str]:
+        response = api.get(f"/v1/scores?{query}")
+        assert response.status == 200, response.body
+        return {score["id"] for score in response.json()["data"]}
+
+    yesterday = (timezone.now() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert ids(f"run_id={run.id}&created_before={yesterday}") == {old.id}
+    assert ids(f"run_id={run.id}&created_after={yesterday}") == {on_message.id, on_step.id}
+    assert ids(f"message_id={answer.id}") == {on_message.id}
+    assert ids(f"step_id={step.id}") == {on_step.id}
+    assert ids(f"run_id={run.id}&data_type=categorical") == {on_step.id}
+    for bad, named in (
+        ("created_after=yesterday", "created_after"),
+        ("data_type=number", "data_type"),
+        ("source=robot", "source"),
+    ):
+        response = api.get(f"/v1/scores?{bad}")
+        assert response.status == 400
+        assert named in response.json()["message"]
 
 
 def test_list_refuses_unknown_parameters_naming_them(api):

@@ -93,6 +93,27 @@ def test_conversations_list_filters_by_negative_feedback(member_client, judged):
     assert "Chat 1" not in html and "Chat 2" not in html
 
 
+def test_conversations_list_filters_sorts_and_exports_by_score(member_client, judged):
+    url = reverse("activity:conversation_list")
+    html = member_client.get(url, {"score": "correctness", "score_value": "<0.5"}).content.decode()
+    assert "Chat 0" in html
+    assert "Chat 1" not in html and "Chat 2" not in html
+    html = member_client.get(
+        url, {"score": "correctness", "sort": "score", "dir": "desc"}
+    ).content.decode()
+    assert "Chat 2" not in html
+    assert html.index("Chat 1") < html.index("Chat 0")
+    assert "correctness: 0.9" in html
+    response = member_client.get(reverse("activity:conversation_export"), {"format": "json"})
+    rows = orjson.loads(b"".join(response.streaming_content))
+    by_id = {row["id"]: row["scores"] for row in rows}
+    assert {(s["name"], s["value"]) for s in by_id[judged[1].conversation_id]} == {
+        ("user_feedback", True),
+        ("correctness", 0.9),
+    }
+    assert by_id[judged[2].conversation_id] == []
+
+
 def test_runs_export_carries_scores(member_client, judged):
     response = member_client.get(reverse("activity:run_export"), {"format": "json"})
     rows = orjson.loads(b"".join(response.streaming_content))

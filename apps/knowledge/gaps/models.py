@@ -106,6 +106,8 @@ class KnowledgeGapQuestion(models.Model):
         indexes = [
             # A group's questions, most asked first (its representative, the page's list).
             models.Index(fields=["gap", "-count", "id"], name="gap_question_gap_count"),
+            # The retention purge: wordings last asked before the cut-off.
+            models.Index(fields=["agent", "last_seen_at"], name="gap_question_agent_seen"),
         ]
 
 
@@ -156,6 +158,8 @@ class KnowledgeGapOccurrence(models.Model):
             ),
             # A group's latest examples (conversations).
             models.Index(fields=["gap", "-asked_at", "-id"], name="gap_occurrence_gap_asked"),
+            # The retention purge: askings before the cut-off, oldest first.
+            models.Index(fields=["agent", "asked_at", "id"], name="gap_occurrence_agent_asked"),
         ]
 
 

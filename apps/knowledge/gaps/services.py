@@ -280,11 +280,11 @@ def question_key(text: str) -> str:
     return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
 
 
-def _to_bytes(vector: np.ndarray) -> bytes:
+def vector_to_bytes(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
-def _from_bytes(data: bytes | memoryview) -> np.ndarray:
+def vector_from_bytes(data: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(bytes(data), dtype="<f4").astype(np.float32)
 
 
@@ -320,6 +320,8 @@ def _occurrences_group(result: SweepResult, *, now: datetime | None) -> int | No
 def _agent_group(
     agent_id: str, occurrences: list[KnowledgeGapOccurrence], result: SweepResult, *, now: datetime
 ) -> None:
+    """One Agent's batch: new wordings embedded and put in the nearest group (or a new one),
+    then every asking added to its wording's group."""
     occurrences.sort(key=lambda item: (item.asked_at, item.id))
     keys = {occurrence.pk: question_key(occurrence.query) for occurrence in occurrences}
     questions = {
@@ -334,61 +336,68 @@ def _agent_group(
         key = keys[occurrence.pk]
         if key not in questions and key not in fresh:
             fresh[key] = occurrence
-    texts = [occurrence.query for occurrence in fresh.values()]
-    vectors = (
-        np.concatenate(
-            [
-                _embed(texts[start : start + EMBED_BATCH])
-                for start in range(0, len(texts), EMBED_BATCH)
-            ]
-        )
-        if texts
-        else np.zeros((0, clustering.DIMENSIONS), dtype=np.float32)
-    )
-    groups = (
-        {
-            gap.pk: gap
-            for gap in KnowledgeGap.objects.filter(agent_id=agent_id).only(
-                "id", "vector_sum", "status", "resolved_at"
-            )
-        }
-        if fresh
-        else {}
-    )
-    centroids = clustering.Centroids()
-    for gap_id, gap in groups.items():
-        centroids.add_group(gap_id, _from_bytes(gap.vector_sum))
     touched: dict[str, _Touched] = defaultdict(_Touched)
+    centroids = clustering.Centroids()
+    if fresh:
+        _fresh_assign(agent_id, fresh, questions, centroids, touched, result, now=now)
+    _occurrences_attach(occurrences, keys, questions, touched)
+    for gap_id, added in touched.items():
+        result.reopened += _gap_add(gap_id, added, vector_sum=_sum_of(centroids, gap_id), now=now)
+
+
+def _fresh_assign(
+    agent_id: str,
+    fresh: dict[str, KnowledgeGapOccurrence],
+    questions: dict[str, KnowledgeGapQuestion],
+    centroids: clustering.Centroids,
+    touched: dict[str, _Touched],
+    result: SweepResult,
+    *,
+    now: datetime,
+) -> None:
+    """Embed the new wordings and give each a group: the nearest centroid or a new group."""
+    texts = [occurrence.query for occurrence in fresh.values()]
+    vectors = np.concatenate(
+        [_embed(texts[start : start + EMBED_BATCH]) for start in range(0, len(texts), EMBED_BATCH)]
+    )
+    for gap in KnowledgeGap.objects.filter(agent_id=agent_id).only("id", "vector_sum"):
+        centroids.add_group(gap.pk, vector_from_bytes(gap.vector_sum))
     for (key, occurrence), vector in zip(fresh.items(), vectors, strict=True):
         row, new = centroids.assign(vector)
         if new:
             gap = KnowledgeGap.objects.create(
                 agent_id=agent_id,
                 representative=occurrence.query,
-                vector_sum=_to_bytes(vector),
+                vector_sum=vector_to_bytes(vector),
                 first_seen_at=occurrence.asked_at,
                 last_seen_at=occurrence.asked_at,
                 created_at=now,
                 updated_at=now,
             )
             centroids.keys[row] = gap.pk
-            groups[gap.pk] = gap
             result.new_groups += 1
-        key_of_row = centroids.keys[row]
-        assert key_of_row is not None
-        gap_id = key_of_row
+        gap_id = centroids.keys[row]
+        assert gap_id is not None
         questions[key] = KnowledgeGapQuestion.objects.create(
             agent_id=agent_id,
             gap_id=gap_id,
             key=key,
             text=occurrence.query,
-            vector=_to_bytes(vector),
+            vector=vector_to_bytes(vector),
             count=0,
             first_seen_at=occurrence.asked_at,
             last_seen_at=occurrence.asked_at,
         )
         touched[gap_id].new_distinct += 1
-    # Every occurrence to its question's group; the questions' counts.
+
+
+def _occurrences_attach(
+    occurrences: list[KnowledgeGapOccurrence],
+    keys: dict[int, str],
+    questions: dict[str, KnowledgeGapQuestion],
+    touched: dict[str, _Touched],
+) -> None:
+    """Every asking to its wording's group; the wordings' counts and times."""
     per_question: dict[str, list[KnowledgeGapOccurrence]] = defaultdict(list)
     for occurrence in occurrences:
         question = questions[keys[occurrence.pk]]
@@ -403,8 +412,6 @@ def _agent_group(
             last_seen_at=max(max(item.asked_at for item in asked), question.last_seen_at),
             first_seen_at=min(min(item.asked_at for item in asked), question.first_seen_at),
         )
-    for gap_id, added in touched.items():
-        result.reopened += _gap_add(gap_id, added, vector_sum=_sum_of(centroids, gap_id), now=now)
 
 
 def _sum_of(centroids: clustering.Centroids, gap_id: str) -> np.ndarray | None:
@@ -449,7 +456,7 @@ def _gap_add(gap_id: str, added: _Touched, *, vector_sum: np.ndarray | None, now
             gap.best_document_id = unscored.best_document_id
             gap.best_document_title = unscored.best_document_title
     if vector_sum is not None:
-        gap.vector_sum = _to_bytes(vector_sum)
+        gap.vector_sum = vector_to_bytes(vector_sum)
     reopened = 0
     if gap.status == KnowledgeGap.Status.RESOLVED and any(
         gap.resolved_at is None or item.asked_at > gap.resolved_at for item in items

@@ -15,7 +15,6 @@ from apps.activity.models import Run
 from apps.activity.rendering import run_to_dict
 from apps.common.time import iso
 from apps.scores.events import ScoresCreated
-from apps.scores.rendering import score_to_dict
 from apps.usage.events import ThresholdAnnounced
 from apps.webhooks.models import (
     SCORE_CREATED_EVENT,
@@ -185,13 +184,13 @@ def delivery_record_on_scores_created(event: ScoresCreated) -> None:
             run_id=None,
             event_type=SCORE_CREATED_EVENT,
             is_test=False,
-            body=event_body(event_type=SCORE_CREATED_EVENT, at=now, data=score_to_dict(score)),
+            body=event_body(event_type=SCORE_CREATED_EVENT, at=now, data=data),
             status=DeliveryStatus.PAUSED if held else DeliveryStatus.PENDING,
             next_attempt_at=None if held else now,
             created_at=now,
             updated_at=now,
         )
-        for score in event.scores
+        for data in event.data
     ]
     WebhookDelivery.objects.bulk_create(new)
     if not held:
