@@ -155,13 +155,12 @@ def fill(messages: int, steps: int) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         for table in ("activity_runstep", "activity_message", "activity_run",
                       "activity_conversation"):  # fmt: skip
-            cursor.execute(f"DELETE FROM {table} WHERE agent_id = %s", [AGENT])  # noqa: S608
+            cursor.execute(f"DELETE FROM {table} WHERE agent_id = %s", [AGENT])
         for _table, index in _INDEXES:
             cursor.execute(f"DROP INDEX IF EXISTS {index}")
         # The pool, each text as many times as its weight: row g takes entry hash(g) mod size.
         cursor.execute(
-            "CREATE TEMP TABLE pool (i serial, body text, search text, config text) "
-            "ON COMMIT DROP"
+            "CREATE TEMP TABLE pool (i serial, body text, search text, config text) ON COMMIT DROP"
         )
         cursor.executemany(
             "INSERT INTO pool (body, search, config) SELECT %s, %s, %s FROM generate_series(1, %s)",
@@ -220,8 +219,7 @@ def fill(messages: int, steps: int) -> None:
         cursor.execute("SET maintenance_work_mem = '256MB'")
         for table, index in _INDEXES:
             cursor.execute(
-                f"CREATE INDEX {index} ON {table} USING gin (search_vector) "
-                "WITH (fastupdate = on)"
+                f"CREATE INDEX {index} ON {table} USING gin (search_vector) WITH (fastupdate = on)"
             )
         print(f"GIN indexes built in {time.monotonic() - filled:.0f} s", flush=True)
         for table in ("activity_message", "activity_runstep", "activity_run",

@@ -4,8 +4,8 @@ languages and scripts, never across Agents; recorded through the real recording 
 
 import pytest
 
-from tests.activity.test_services_recording import record
 from tests.activity.test_rendering import CONVERSATION_FIELDS, RUN_FIELDS
+from tests.activity.test_services_recording import record
 
 pytestmark = pytest.mark.django_db
 
@@ -129,9 +129,7 @@ def test_runs_are_found_by_step_inputs_and_outputs(api, said):
     assert set(body["data"][0]) == RUN_FIELDS
     assert _ids(api, "/v1/runs?q=A-42") == ["run_ship"]
     # Russian stemming: Лиссабон in a model step's output.
-    assert _ids(api, "/v1/runs?q=%D0%9B%D0%B8%D1%81%D1%81%D0%B0%D0%B1%D0%BE%D0%BD") == [
-        "run_other"
-    ]
+    assert _ids(api, "/v1/runs?q=%D0%9B%D0%B8%D1%81%D1%81%D0%B0%D0%B1%D0%BE%D0%BD") == ["run_other"]
     steps = api.get("/v1/search/steps?q=lisbon").json()["data"]
     assert [(step["run_id"], step["step_id"]) for step in steps] == [("run_ship", "st_lookup")]
     assert set(steps[0]) == {
