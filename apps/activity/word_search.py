@@ -224,10 +224,20 @@ def ranked_ids(
     return _page_of(ranked, keyset=keyset, page=page)
 
 
+def matched_ids(*, agent: Agent, query: str, subject: str) -> list[str]:
+    """Every conversation (run) among the newest CANDIDATES matches, best first (the console
+    folds them into its list's filter)."""
+    if subject == "conversations":
+        candidates = _candidates(_MESSAGES, agent=agent, terms=terms_of(query))
+    else:
+        candidates = _candidates(_STEPS, agent=agent, terms=terms_of(query))
+    return [row_id for _rank, row_id in _best_per(candidates, 2)]
+
+
 # --- matches with their snippets ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class Match:
     """A message (step) that matched: where it is, a highlighted snippet, its rank."""
 
@@ -240,6 +250,7 @@ class Match:
     name: str = ""  # steps
     kind: str = ""  # steps
     created_at: datetime | None = None  # a message's time, a step's start
+    title: str = ""  # what the console names its conversation (run) by
 
 
 def _snippet(text: str, terms: Terms) -> str:
