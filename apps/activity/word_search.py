@@ -96,7 +96,8 @@ def terms_of(query: str) -> Terms:
         return Terms(_fts5(groups, stop), words, ())
     configs = lexical.query_configs(query)
     alternatives = _tsquery_alternatives(groups, configs)
-    required, excluded = [], []
+    required: list[tuple[bool, str]] = []
+    excluded: list[tuple[bool, str]] = []
     for group, queries in zip(groups, alternatives, strict=True):
         stemmed = queries[1:]  # queries[0] is "simple"
         stop_word = not group.is_phrase and (
