@@ -189,7 +189,10 @@ def fill(messages: int, steps: int) -> None:
             "CASE WHEN g %% 2 = 0 THEN 'user' ELSE 'assistant' END, "
             f"jsonb_build_array(jsonb_build_object('type', 'text', 'text', p.body || {extra})), "
             f"{at}, p.search || {extra}, p.config "
-            "FROM generate_series(0, %(n)s - 1) g JOIN pool p ON p.i = pg_temp.h(g) %% %(size)s + 1",
+            "FROM generate_series(0, %(n)s - 1) g JOIN pool p ON p.i = pg_temp.h(g) %% %(size)s + 1 "
+            # In g's order: rows follow time as recording writes them (a hash join would
+            # otherwise group them by text, the newest rows all of one).
+            "ORDER BY g",
             params,
         )
         cursor.execute(
@@ -210,7 +213,7 @@ def fill(messages: int, steps: int) -> None:
             "jsonb_build_object('answer', p.body), '[]', '{}', '[]', "
             f"{at}, {at}, 'ORD-' || g || ' ' || p.search, p.config "
             "FROM generate_series(0, %(steps)s - 1) g "
-            "JOIN pool p ON p.i = pg_temp.h(g + 7) %% %(size)s + 1",
+            "JOIN pool p ON p.i = pg_temp.h(g + 7) %% %(size)s + 1 ORDER BY g",
             params,
         )
     filled = time.monotonic()

@@ -11,19 +11,23 @@ tables match the words as written (no stemming).
 
 Ranking is bounded: the newest CANDIDATES matching rows (by recording order) are ranked by
 `ts_rank_cd` (FTS5's bm25 on SQLite), so a word found in half the messages costs the same as a
-rare one; a conversation (a run) ranks by its best message (step). Pages of a ranked list are
+rare one; a conversation (a run) ranks by its best message (step). On PostgreSQL they are found
+in two steps whose cost the planner's estimates cannot spoil: the Agent's newest RECENT_WINDOW
+rows read backwards (a common word fills the candidates there), then, when that found fewer,
+the GIN index alone for the older rows (a rarer word has fewer matches to fetch). Pages of a ranked list are
 cut by an offset-free cursor holding the last item's rank and id.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from apps.activity.models import Message, RunStep
 from apps.activity.search_index import message_text, step_text
@@ -33,7 +37,9 @@ from apps.common.keyset import Keyset, PageRequest, cursor_decode, cursor_encode
 from apps.workspaces.models import Agent
 
 # Matching rows ranked at most, newest first: past it, older matches are not looked at.
-CANDIDATES = 1000
+CANDIDATES = 100
+# The Agent's newest rows read first for matches (module docstring of _candidates).
+RECENT_WINDOW = 10_000
 QUERY_MAX_LENGTH = 200
 # The ranked lists' cursors: (rank, id), salted per list.
 CONVERSATION_RANKS = Keyset("conversations-search", "rank", descending=True, value_kind="number")
@@ -143,24 +149,57 @@ def _candidates(subject: _Subject, *, agent: Agent, terms: Terms) -> list[tuple]
     """(rank, *columns) of the newest CANDIDATES matching rows of the Agent."""
     if not terms.expression:
         return []
+    if connection.vendor != "postgresql":
+        return _sqlite_candidates(subject, agent=agent, terms=terms)
+    rank = f"ts_rank_cd(search_vector, %s::tsquery, 1), {subject.columns}, row"
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # The query inline (not in a WITH block), so the planner weighs it against the
-            # GIN index; ts_rank_cd normalised by length (1: 1 + log of the length).
-            cursor.execute(
-                f"SELECT ts_rank_cd(search_vector, %s::tsquery, 1), {subject.columns} "  # noqa: S608
-                f"FROM {subject.table} WHERE agent_id = %s AND search_vector @@ %s::tsquery "
-                "ORDER BY row DESC LIMIT %s",
-                [terms.expression, agent.pk, terms.expression, CANDIDATES],
-            )
-        else:
-            columns = ", ".join(f"t.{name.strip()}" for name in subject.columns.split(","))
-            cursor.execute(
-                f"SELECT -bm25({subject.fts}), {columns} FROM {subject.fts} f "  # noqa: S608
-                f"JOIN {subject.table} t ON t.row = f.rowid "
-                f"WHERE {subject.fts} MATCH %s AND t.agent_id = %s ORDER BY t.row DESC LIMIT %s",
-                [terms.expression, agent.pk, CANDIDATES],
-            )
+        # 1. The Agent's newest RECENT_WINDOW rows, read backwards on the primary key: a word
+        # in one row in a hundred or more fills the candidates here, whatever the planner
+        # thinks of it.
+        cursor.execute(
+            f"SELECT {rank} FROM (SELECT row, search_vector, {subject.columns} "  # noqa: S608
+            f"FROM {subject.table} WHERE agent_id = %s ORDER BY row DESC LIMIT %s) recent "
+            "WHERE search_vector @@ %s::tsquery ORDER BY row DESC LIMIT %s",
+            [terms.expression, agent.pk, RECENT_WINDOW, terms.expression, CANDIDATES],
+        )
+        found = cursor.fetchall()
+        if len(found) < CANDIDATES:
+            # 2. Rarer: the older matches from the GIN index, forced (only bitmap scans): the
+            # planner takes correlated words ("refund jacket") for rare and independent, and
+            # its backward scan then read 600,000 rows for a thousand matches.
+            older = found[-1][-1] if found else None
+            with transaction.atomic(using=connection.alias), _bitmap_scans_only(cursor):
+                cursor.execute(
+                    f"SELECT {rank} FROM {subject.table} WHERE agent_id = %s "  # noqa: S608
+                    "AND search_vector @@ %s::tsquery AND (%s::bigint IS NULL OR row < %s) "
+                    "ORDER BY row DESC LIMIT %s",
+                    [terms.expression, agent.pk, terms.expression, older, older,
+                     CANDIDATES - len(found)],
+                )  # fmt: skip
+                found += cursor.fetchall()
+    return [(float(rank), *rest[:-1]) for rank, *rest in found]
+
+
+@contextmanager
+def _bitmap_scans_only(cursor) -> Iterator[None]:
+    """Plans of the statements inside may only use bitmap scans; the settings are put back
+    after (a savepoint's release keeps SET LOCAL to the end of the request's transaction)."""
+    cursor.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off")
+    try:
+        yield
+    finally:
+        cursor.execute("RESET enable_indexscan; RESET enable_seqscan")
+
+
+def _sqlite_candidates(subject: _Subject, *, agent: Agent, terms: Terms) -> list[tuple]:
+    columns = ", ".join(f"t.{name.strip()}" for name in subject.columns.split(","))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT -bm25({subject.fts}), {columns} FROM {subject.fts} f "  # noqa: S608
+            f"JOIN {subject.table} t ON t.row = f.rowid "
+            f"WHERE {subject.fts} MATCH %s AND t.agent_id = %s ORDER BY t.row DESC LIMIT %s",
+            [terms.expression, agent.pk, CANDIDATES],
+        )
         return [(float(rank), *rest) for rank, *rest in cursor.fetchall()]
 
 
