@@ -134,14 +134,14 @@ def _counts(cursor) -> tuple[int, int]:
 _INDEXES = (("activity_message", "msg_search"), ("activity_runstep", "step_search"))
 
 
-def fill(messages: int, steps: int) -> None:
+def fill(messages: int, steps: int, *, refill: bool = False) -> None:
     from django.core.management import call_command
     from django.db import connection, transaction
     from django.utils import timezone
 
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:
-        if _counts(cursor) == (messages, steps):
+        if _counts(cursor) == (messages, steps) and not refill:
             print(f"{messages:,} messages and {steps:,} steps already there", flush=True)
             return
     from apps.workspaces.models import Agent, Workspace
@@ -257,12 +257,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--refill", action="store_true", help="fill again even if the counts match")
     args = parser.parse_args()
     benchmark_environment(os.environ.get("BENCH_SEARCH_DATABASE_URL", DEFAULT_URL))
     import django
 
     django.setup()
-    fill(args.messages, args.steps)
+    fill(args.messages, args.steps, refill=args.refill)
     from apps.workspaces.models import Agent
     from apps.workspaces.services import api_key_create
 
