@@ -12,6 +12,7 @@ from apps.activity.search_serializers import MessageMatchOut, StepMatchOut
 from apps.api.pagination import PAGE_PARAMETERS, list_operation
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response
+from apps.common.errors import BadRequest
 from apps.common.keyset import page_request
 from apps.common.listing import ListQuery
 from apps.common.shapes import Shape, iso
@@ -87,8 +88,6 @@ def match_to_dict(match: word_search.Match) -> dict:
 def _required_query(request) -> str:
     text = word_search.query_parse(request.query_params)
     if text is None:
-        from apps.common.errors import BadRequest
-
         raise BadRequest("q is required: the words to search for.")
     return text
 
