@@ -67,7 +67,8 @@ def _django() -> None:
 def _record(agent, query: str, **extra) -> dict:
     from django.db import connection
 
-    from apps.knowledge import lexical, relevance, search
+    from apps.common import lexical
+    from apps.knowledge import relevance, search
 
     state = search._agent_state(agent.pk)
     parsed = lexical.parse_query(query)

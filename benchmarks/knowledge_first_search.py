@@ -23,7 +23,8 @@ def main() -> None:
     import django
 
     django.setup()
-    from apps.knowledge import lexical, search
+    from apps.common import lexical
+    from apps.knowledge import search
     from apps.knowledge.models import KnowledgeChunk
     from apps.workspaces.models import Agent
 

@@ -9,8 +9,8 @@ application = freeze_after_warm_up(get_wsgi_application())
 
 # Hybrid search (the default mode) embeds every query: the model loads now, beside the first
 # requests, rather than inside the first search of each worker (1-3 s).
+from apps.common.lexical import warm_up_in_background  # noqa: E402
 from apps.knowledge.embeddings import load_in_background  # noqa: E402 - needs the settings
-from apps.knowledge.lexical import warm_up_in_background  # noqa: E402
 
 load_in_background()
 # Every search reads the query's language and stop words: their models load now too (the first

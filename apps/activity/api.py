@@ -16,7 +16,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
-from apps.activity import analytics, otlp, selectors
+from apps.activity import analytics, otlp, selectors, word_search
 from apps.activity import events as activity_events
 from apps.activity.records import RECORD_SERIALIZERS, records_parse
 from apps.activity.rendering import (
@@ -30,6 +30,7 @@ from apps.activity.rendering import (
     step_to_dict,
     user_to_dict,
 )
+from apps.activity.search_api import q_parameter, ranked_list
 from apps.activity.serializers import (
     AuthTokenCreateIn,
     AuthTokenOut,
@@ -108,12 +109,18 @@ class ConversationViewSet(AgentViewSet):
         summary="List conversations",
         description="Conversation metadata, most recently updated first; message content "
         "comes from the messages operation.",
-        parameters=PAGE_PARAMETERS + _filter_parameters(selectors.CONVERSATION_FILTERS),
+        parameters=PAGE_PARAMETERS
+        + _filter_parameters(selectors.CONVERSATION_FILTERS)
+        + [q_parameter("messages; a conversation ranks by its best message")],
         responses={200: ConversationList},
     )
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.CONVERSATION_FILTERS)
         query = selectors.conversation_query(agent=self.agent, filters=filters)
+        text = word_search.query_parse(request.query_params)
+        if text is not None:
+            return ranked_list(request, agent=self.agent, text=text, subject="conversations",
+                               query=query, shape=CONVERSATION, filtered=bool(filters))  # fmt: skip
         return self.paginated_shape(query, keyset=selectors.CONVERSATION_KEYSET, shape=CONVERSATION)
 
     @extend_schema(
@@ -148,12 +155,18 @@ class RunViewSet(AgentViewSet):
     @list_operation(
         summary="List runs",
         description="Model runs of the Agent, newest first.",
-        parameters=PAGE_PARAMETERS + _filter_parameters(selectors.RUN_FILTERS),
+        parameters=PAGE_PARAMETERS
+        + _filter_parameters(selectors.RUN_FILTERS)
+        + [q_parameter("steps (input, output, error, query); a run ranks by its best step")],
         responses={200: RunList},
     )
     def list(self, request, agent_id: str | None = None):
         filters = selectors.filters_parse(request.query_params, selectors.RUN_FILTERS)
         query = selectors.run_query(agent=self.agent, filters=filters)
+        text = word_search.query_parse(request.query_params)
+        if text is not None:
+            return ranked_list(request, agent=self.agent, text=text, subject="runs",
+                               query=query, shape=RUN, filtered=bool(filters))  # fmt: skip
         return self.paginated_shape(query, keyset=selectors.RUN_KEYSET, shape=RUN)
 
     @extend_schema(summary="Retrieve a run", parameters=ID_PARAMETER, responses={200: RunOut})

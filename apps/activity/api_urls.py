@@ -10,6 +10,7 @@ from apps.activity.api import (
     RunViewSet,
     UserViewSet,
 )
+from apps.activity.search_api import SearchViewSet
 from apps.api.routing import Route
 from apps.workspaces.cors import browser_cors
 
@@ -37,6 +38,8 @@ routes: list[Route] = [
     Route("runs/<str:id>/steps", RunViewSet.as_view({"get": "steps"}), "run-steps"),
     Route("analytics/steps", AnalyticsViewSet.as_view({"get": "steps"}), "analytics-steps"),
     Route("analytics/runs", AnalyticsViewSet.as_view({"get": "runs"}), "analytics-runs"),
+    Route("search/messages", SearchViewSet.as_view({"get": "messages"}), "search-messages"),
+    Route("search/steps", SearchViewSet.as_view({"get": "steps"}), "search-steps"),
     Route("ingest", IngestViewSet.as_view({"post": "create"}), "activity-ingest"),
     # OTEL_EXPORTER_OTLP_ENDPOINT=<base>/v1/otlp: the exporter appends /v1/traces itself.
     Route("otlp/v1/traces", OtlpTracesViewSet.as_view({"post": "create"}), "otlp-traces"),

@@ -6,6 +6,12 @@ class ActivityConfig(AppConfig):
     label = "activity"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from apps.activity.search_index import sqlite_fts_ensure
+
+        # Word search on SQLite: FTS5 tables and their triggers (apps.activity.search_index).
+        post_migrate.connect(sqlite_fts_ensure, sender=self)
         # A knowledge search that names its run is recorded as the run's retrieval step.
         from apps.activity.services import retrieval_step_record_on_search
         from apps.knowledge.events import on_knowledge_searched, provide_document_run_counts

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.activity.models import Conversation, EndUser, Message, Run
+from apps.activity.search_index import message_search_fields
 from apps.common.ids import new_id
 from apps.workspaces.models import Agent
 
@@ -349,6 +350,9 @@ def activity_seed_demo(*, agent: Agent) -> str:
         user.last_seen_at = max(user.last_seen_at, conversation.updated_at)
         conversations.append(conversation)
 
+    for message in messages:
+        for name, value in message_search_fields(message.parts).items():
+            setattr(message, name, value)
     with transaction.atomic():
         EndUser.objects.bulk_create(users, batch_size=500)
         Conversation.objects.bulk_create(conversations, batch_size=500)

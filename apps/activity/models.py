@@ -203,6 +203,11 @@ class Message(models.Model):
     run_id = models.CharField(max_length=ID_MAX_LENGTH, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField(null=True, blank=True)
+    # Word search (apps.activity.search_index): the words of the text parts as indexed, and
+    # their text search configuration. PostgreSQL stores `search_vector` from them (a generated
+    # column with a GIN index, migration 0015), which the ORM never reads.
+    search_text = models.TextField(null=True, blank=True)
+    search_config = models.CharField(max_length=20, default="simple")
 
     class Meta:
         indexes = [
@@ -403,6 +408,9 @@ class RunStep(TokenUsage):
     truncated = models.JSONField(default=list)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # Word search over input, output, error and query, as on Message.
+    search_text = models.TextField(null=True, blank=True)
+    search_config = models.CharField(max_length=20, default="simple")
 
     class Meta:
         indexes = [

@@ -22,6 +22,7 @@ from apps.activity import analytics, charts, score_filters, selectors
 from apps.activity.models import Conversation, EndUser, Run, RunStatus
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
 from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
+from apps.activity.search_pages import word_matches
 from apps.activity.trace import documents_view, json_tree, rows_html, waterfall
 from apps.activity.transcript import initials_of, message_view, runs_by_turn, safe_url, turn_usage
 from apps.common.errors import BadRequest
@@ -335,9 +336,11 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
     )
     error = error or user_error
     search = _search_text(request)
+    words = word_matches(request, search, subject="conversations")
     queryset = selectors.conversation_list(
-        agent=request.agent, filters=filters, title_search=search
+        agent=request.agent, filters=filters, title_search=search, or_ids=words.ids
     ).select_related("user")
+    words.keep_within(queryset)
     queryset, conversation_sorts, scored, score_error = _score_filtered(
         request, queryset, "conversation_id", selectors.CONVERSATION_SORTS
     )
@@ -359,6 +362,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
         "count": count,
         "error": error or page_error,
         "q": search,
+        "words": words,
         "statuses": RunStatus.values,
         "sources": Conversation.Source.values,
         **_dimension_choices(request),
@@ -495,7 +499,12 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         request, selectors.RUN_FILTERS, dates=("created_after", "created_before"), params=params
     )
     error = error or user_error
+    search = _search_text(request)
+    words = word_matches(request, search, subject="runs")
     runs = selectors.run_list(agent=request.agent, filters=filters)
+    if search:
+        runs = runs.filter(id__in=words.ids)
+    words.keep_within(runs)
     runs, run_sorts, scored, score_error = _score_filtered(
         request, runs, "run_id", selectors.RUN_SORTS
     )
@@ -518,7 +527,9 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
         **_dimension_choices(request),
         "error": error or page_error,
         "statuses": RunStatus.values,
-        "filtering": bool(filters or scored),
+        "q": search,
+        "words": words,
+        "filtering": bool(filters or scored or search),
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
     }
     return render_page(request, "activity/run_list.html", context, partial="run-table")

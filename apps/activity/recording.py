@@ -47,6 +47,12 @@ from apps.activity.models import (
     StepKind,
     StepStatus,
 )
+from apps.activity.search_index import (
+    STEP_SOURCES,
+    message_search_fields,
+    step_search_fields,
+    step_sources_changed,
+)
 from apps.common.errors import BadRequest
 from apps.workspaces.models import Agent
 
@@ -129,6 +135,13 @@ def _apply(row: models.Model, data: dict, names: Iterable[str]) -> list[str]:
             setattr(row, name, data[name])
             changed.append(name)
     return changed
+
+
+def _apply_search(row: models.Model, fields: dict) -> list[str]:
+    """Set a row's word search fields (apps.activity.search_index); the names of those set."""
+    for name, value in fields.items():
+        setattr(row, name, value)
+    return list(fields)
 
 
 def _require(data: dict, names: Iterable[str], *, label: str, kind: str) -> None:
@@ -539,6 +552,7 @@ class Unit:
                 message.id = data["id"]
             self._message_run_check(data, conversation.id, label=label)
             _apply(message, data, _MESSAGE_FIELDS)
+            _apply_search(message, message_search_fields(message.parts))
             self._create(Message, message, label=label)
             return CREATED
         if "conversation_id" in data and data["conversation_id"] != message.conversation_id:
@@ -550,6 +564,8 @@ class Unit:
         changed = _apply(message, data, _MESSAGE_FIELDS)
         if not changed:
             return UNCHANGED
+        if "parts" in changed:
+            changed += _apply_search(message, message_search_fields(message.parts))
         self._changed(Message, message, changed)
         return UPDATED
 
@@ -653,6 +669,7 @@ class Unit:
                     "updated_at": self.now,
                     "started_at": data.get("started_at") or self.now,
                     "truncated": cut,
+                    **step_search_fields(data),
                 },
             )
             self._step_validate(step, data, label=label)
@@ -670,6 +687,9 @@ class Unit:
             changed = _apply(step, data, (*_STEP_FIELDS, "truncated"))
             if not changed:
                 return UNCHANGED
+            if step_sources_changed(changed):
+                sources = {name: getattr(step, name) for name in STEP_SOURCES}
+                changed += _apply_search(step, step_search_fields(sources))
             self._step_validate(step, data, label=label)
             step.updated_at = self.now
             self._changed(RunStep, step, [*changed, "duration_ms", "updated_at"])

@@ -296,11 +296,17 @@ def conversation_query(*, agent: Agent, filters: dict | None = None) -> ListQuer
 
 
 def conversation_list(
-    *, agent: Agent, filters: dict | None = None, title_search: str = ""
+    *,
+    agent: Agent,
+    filters: dict | None = None,
+    title_search: str = "",
+    or_ids: list[str] | None = None,
 ) -> QuerySet[Conversation]:
+    """An Agent's conversations; `title_search` keeps those whose title holds the text, or
+    whose id is in `or_ids` (the console's word search: conversations whose messages match)."""
     queryset = conversation_query(agent=agent, filters=filters).queryset()
     if title_search:
-        queryset = queryset.filter(title__icontains=title_search)
+        queryset = queryset.filter(Q(title__icontains=title_search) | Q(id__in=or_ids or []))
     return queryset
 
 

@@ -38,6 +38,7 @@ from apps.activity.recording import (
     step_bounded,
     values_insert,
 )
+from apps.activity.search_index import step_search_fields
 from apps.activity.trace_locks import locks_take
 from apps.activity.trace_runs import TraceFacts, run_of_trace
 from apps.common.errors import BadRequest
@@ -53,7 +54,7 @@ _STEP_UPDATE_FIELDS = [
     "ended_at", "duration_ms", "input", "output", "model_id", "input_tokens", "output_tokens",
     "total_tokens", "cache_read_tokens", "cache_write_tokens", "credits_charged",
     "first_token_ms", "finish_reason", "tool_name", "mcp_server", "query", "documents",
-    "attributes", "truncated", "updated_at",
+    "attributes", "truncated", "updated_at", "search_text", "search_config",
 ]  # fmt: skip
 
 
@@ -364,6 +365,7 @@ def step_values(
     """A step row by attribute name (`recording.new_row`'s and `values_insert`'s `values`),
     from a span's bounded fields (`step_bounded(span_mapping.step_fields(span))`)."""
     fields.update(agent_id=agent.pk, run_id=run_id, created_at=now, updated_at=now, truncated=cut)
+    fields.update(step_search_fields(fields))
     ended = fields["ended_at"]
     if ended is not None and fields.get("duration_ms") is None:
         fields["duration_ms"] = (ended - fields["started_at"]).total_seconds() * 1000

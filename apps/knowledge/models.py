@@ -78,7 +78,7 @@ class KnowledgeDocument(models.Model):
     # "french", ...; "simple" for CJK and anything not recognised), detected at ingestion.
     language = models.CharField(max_length=20, default="simple")
     # Every configuration its current version's passages use (comma-separated): a passage is
-    # indexed in its own language when it clearly has one (apps.knowledge.lexical).
+    # indexed in its own language when it clearly has one (apps.common.lexical).
     search_configs = models.CharField(max_length=400, default="simple")
     # Embedding progress of the current version, shown in the console: semantic search finds
     # the document's chunks as they are embedded; keyword search finds them all from `ready`.
@@ -230,7 +230,7 @@ class KnowledgeChunk(models.Model):
     # with it and the query is parsed with it (see apps.knowledge.search).
     search_config = models.CharField(max_length=20, default="simple")
     # What the keyword index reads instead of `text` when they differ: text with CJK runs cut
-    # into character pairs (apps.knowledge.lexical.index_text). Null for most passages.
+    # into character pairs (apps.common.lexical.index_text). Null for most passages.
     index_text = models.TextField(null=True, blank=True)  # noqa: DJ001 - null: nothing stored
     # True exactly when the chunk belongs to the current version of an enabled, ready
     # document: the partial search indexes hold only such chunks, so a search never joins

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from apps.common import metrics
 from apps.common.http import FetchError, fetch
+from apps.common.lexical import detect_language, index_text, passage_config
 from apps.knowledge import embeddings
 from apps.knowledge.extraction import (
     ExtractionFailed,
@@ -36,7 +37,6 @@ from apps.knowledge.extraction import (
     detect_kind,
     extract_bounded,
 )
-from apps.knowledge.lexical import detect_language, index_text, passage_config
 from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, KnowledgeDocument
 from apps.knowledge.search import index_chunks, unindex_chunks
 from apps.knowledge.services import enqueue_after_commit, next_refresh_time

@@ -33,7 +33,7 @@ import math
 import re
 import unicodedata
 
-from apps.knowledge.lexical import query_language
+from apps.common.lexical import query_language
 
 # Logistic weights: relevance = sigmoid(w · features). Fitted by
 # `benchmarks/knowledge_calibration.py` (docs/knowledge.md has its output).

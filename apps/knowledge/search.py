@@ -36,8 +36,8 @@ import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from apps.common import metrics
-from apps.knowledge import embeddings, lexical, relevance
+from apps.common import lexical, metrics
+from apps.knowledge import embeddings, relevance
 from apps.workspaces.models import Agent
 
 MODES = ("hybrid", "keyword", "semantic")

@@ -81,6 +81,8 @@ SCRIPTS: dict[str, list[str]] = {
     "knowledge_gaps.py": ["--steps", "200", "--distinct", "20", "--requests", "1"],
     # Every run filter and pair over a few thousand runs.
     "run_filters.py": ["--runs", "2000", "--requests", "1"],
+    # Word search over a few thousand messages and steps, each query once.
+    "message_search.py": ["--messages", "3000", "--steps", "500", "--requests", "1"],
     # Two small batches of scores through gunicorn, sent twice; the score filter on a few runs.
     "scores.py": ["--batches", "2", "--batch", "50", "--runs", "20", "--filter-runs", "300"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
@@ -248,6 +250,7 @@ def run_script(
         "RECORDING_DATABASE_URL": url,
         "BENCH_SCALE_DATABASE_URL": url,
         "BENCH_FILTERS_DATABASE_URL": url,
+        "BENCH_SEARCH_DATABASE_URL": url,
         "GAPS_DATABASE_URL": url,
         "SCORES_DATABASE_URL": url,
         "REDIS_URL": settings.REDIS_URL,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.knowledge.lexical import fts5_expression
+from apps.common.lexical import fts5_expression
 from apps.knowledge.search import render_snippet, snippet_text
 from tests.knowledge.conftest import make_file_document
 

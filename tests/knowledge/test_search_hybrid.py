@@ -11,7 +11,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from apps.knowledge import embeddings, lexical, pipeline, search, services
+from apps.common import lexical
+from apps.knowledge import embeddings, pipeline, search, services
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
 from tests.knowledge.conftest import make_file_document
 

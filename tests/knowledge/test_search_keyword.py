@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from apps.knowledge import lexical, search, services
+from apps.common import lexical
+from apps.knowledge import search, services
 from apps.knowledge.models import KnowledgeChunk, KnowledgeTerm, KnowledgeTermTotal
 from tests.knowledge.conftest import make_file_document
 

@@ -119,13 +119,13 @@ POSTGRES_BACKWARD = [
 ]
 
 
-# Chunks that may hold CJK text (the same classes as apps.knowledge.lexical): re-indexed as
+# Chunks that may hold CJK text (the same classes as apps.common.lexical): re-indexed as
 # character pairs, or a CJK query would no longer find them.
 _CJK_PATTERN = "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
 
 
 def _bigram_cjk_chunks(apps, schema_editor) -> None:
-    from apps.knowledge.lexical import index_text
+    from apps.common.lexical import index_text
 
     connection = schema_editor.connection
     operator = "~" if connection.vendor == "postgresql" else "REGEXP"
