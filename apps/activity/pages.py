@@ -19,6 +19,7 @@ from apps.activity import analytics, charts, score_filters, selectors
 from apps.activity.bulk_bar import bulk_actions
 from apps.activity.models import Conversation, EndUser, RunStatus
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
+from apps.activity.step_messages import step_messages
 from apps.activity.trace import documents_view, json_tree, rows_html, waterfall
 from apps.activity.transcript import initials_of, message_view, runs_by_turn, safe_url, turn_usage
 from apps.common.errors import BadRequest
@@ -571,6 +572,8 @@ def step_detail(request: ConsoleRequest, run_id: str, step_id: str) -> HttpRespo
         "step": step,
         "input_tree": json_tree(step.input) if step.input is not None else None,
         "output_tree": json_tree(step.output) if step.output is not None else None,
+        "input_messages": step_messages(step.input),
+        "output_messages": step_messages(step.output),
         "attributes_tree": json_tree(step.attributes) if step.attributes else None,
         "documents": documents_view(step.documents),
     }
