@@ -3,6 +3,7 @@ finds no serious or critical violation at 1440 and 390 px, and at 390 px no text
 than its control, every tap target is at least 24 x 24 px and no status or action is off the
 screen; as an owner and as a member (who is not shown the owners' pages)."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -103,4 +104,4 @@ def test_detail_pages_pass_axe_and_fit_a_phone(browser, live_server, details, ow
             if problems:
                 found[f"{width} {path}"] = problems
     context.close()
-    assert found == {}
+    assert found == {}, json.dumps(found, indent=1)
