@@ -171,7 +171,7 @@ HEADER_VALUE_MAX = 512
 
 
 def _headers_excerpt(items) -> list[tuple[str, str]]:
-    kept = []
+    kept: list[tuple[str, str]] = []
     for name, value in items:
         if len(kept) == HEADERS_KEPT:
             break

@@ -21,7 +21,7 @@ from apps.scores.models import Source, TargetType
 from apps.workspaces.console import ConsoleRequest, RowNoun, bulk_ticked, console_view
 
 # What can be scored from a list: its rows' model, their noun and the list they are ticked on.
-TARGETS = {
+TARGETS: dict[str, tuple] = {
     TargetType.RUN: (Run, RowNoun("run", "runs"), "activity:run_list"),
     TargetType.CONVERSATION: (
         Conversation,

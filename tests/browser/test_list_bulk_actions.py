@@ -4,6 +4,7 @@ request (asked first, audited); a member is not offered that."""
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 
@@ -64,7 +65,8 @@ def test_tag_score_and_export_the_ticked_runs(console_page, agent):
     _tick(page, "run-table", [runs[1].id])
     with page.expect_download() as download:
         page.get_by_role("button", name="Export CSV").click()
-    rows = list(csv.DictReader(io.StringIO(open(download.value.path()).read())))
+    text = Path(download.value.path()).read_text()
+    rows = list(csv.DictReader(io.StringIO(text)))
     assert [row["id"] for row in rows] == [runs[1].id]
 
 
