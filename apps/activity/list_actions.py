@@ -16,7 +16,6 @@ from django.db.models import Model, QuerySet
 from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from apps.activity import score_filters, selectors
@@ -41,6 +40,7 @@ from apps.workspaces.console import (
     RowNoun,
     bulk_apply,
     bulk_confirm,
+    bulk_return,
     bulk_ticked,
     console_view,
 )
@@ -168,19 +168,12 @@ EXPORT_ACTIONS = {"export_csv": "csv", "export_json": "json"}
 TAG_ACTIONS = {"tag_add": False, "tag_remove": True}  # the action: whether it removes
 
 
-def _back(request: ConsoleRequest, list_url: str) -> str:
-    """Where the bar was: the list with its filters and page (`next`), else the list."""
-    target = request.POST.get("next", "")
-    allowed = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
-    return target if target.startswith(list_url) and allowed else list_url
-
-
 @require_POST
 @console_view
 def list_bulk(request: ConsoleRequest, name: str) -> HttpResponseBase:
     """`/<list>/bulk/`: the bulk bar's action on the ticked rows (`ids`)."""
     export = _EXPORTS[name]
-    back = _back(request, reverse(export.list_url))
+    back = bulk_return(request, reverse(export.list_url))
     action = request.POST.get("action", "")
     offered = {entry[0] for entry in bulk_actions(name, is_owner=True)}
     if action not in offered or action == "score":

@@ -10,7 +10,6 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from apps.activity.models import Conversation, Run
@@ -18,7 +17,13 @@ from apps.common.errors import ServiceError
 from apps.scores import selectors, services
 from apps.scores.forms import ScoreAddForm
 from apps.scores.models import Source, TargetType
-from apps.workspaces.console import ConsoleRequest, RowNoun, bulk_ticked, console_view
+from apps.workspaces.console import (
+    ConsoleRequest,
+    RowNoun,
+    bulk_return,
+    bulk_ticked,
+    console_view,
+)
 
 # What can be scored from a list: its rows' model, their noun and the list they are ticked on.
 TARGETS: dict[str, tuple] = {
@@ -29,12 +34,6 @@ TARGETS: dict[str, tuple] = {
         "activity:conversation_list",
     ),
 }
-
-
-def _back(request: ConsoleRequest, list_url: str) -> str:
-    target = request.POST.get("next", "")
-    allowed = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
-    return target if target.startswith(list_url) and allowed else list_url
 
 
 def _record(request: ConsoleRequest, target_type: str, ids: list[str], form: ScoreAddForm):
@@ -68,7 +67,7 @@ def score_bulk_add(request: ConsoleRequest) -> HttpResponse:
         messages.error(request, "Scores from a list go on runs or conversations.")
         return redirect(reverse("scores:score_list"))
     model, noun, list_name = TARGETS[target_type]
-    back = _back(request, reverse(list_name))
+    back = bulk_return(request, reverse(list_name))
     ids = bulk_ticked(request, noun=noun, list_url=back)
     if isinstance(ids, HttpResponse):
         return ids
