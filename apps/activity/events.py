@@ -101,3 +101,22 @@ def ingest_kind_names() -> tuple[str, ...]:
 
 def ingest_kind_schemas() -> list[type]:
     return [kind.schema for kind in _ingest_kinds.values() if kind.schema is not None]
+
+
+# --- An end user's data deleted on request (apps.activity.erasure) -----------------------------
+
+
+@dataclass(frozen=True)
+class EndUserDataDeleted:
+    """Announced inside the deletion's transaction, before activity deletes its own rows, so a
+    listener deletes what it keeps about them (scores, webhook payloads) in the same commit.
+    `conversation_ids` and `run_ids` are querysets of ids (subqueries, whatever their size)."""
+
+    agent_id: str
+    user_id: str
+    conversation_ids: Any
+    run_ids: Any
+
+
+end_user_data_deleted: Announcement[EndUserDataDeleted] = Announcement()
+on_end_user_data_deleted = end_user_data_deleted.listen

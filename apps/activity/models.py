@@ -131,6 +131,17 @@ class EndUser(models.Model):
                 F("id"),
                 name="enduser_agent_name",
             ),
+            # ... by email, external id or identity (the same expressions as USER_SORTS).
+            models.Index(
+                F("agent"),
+                Lower(Coalesce(F("email"), Value(""))),
+                F("id"),
+                name="enduser_agent_email",
+            ),
+            models.Index(
+                F("agent"), Coalesce(F("external_id"), Value("")), F("id"), name="enduser_agent_ext"
+            ),
+            models.Index(fields=["agent", "identity_type", "id"], name="enduser_agent_identity"),
         ]
         constraints = [
             # Ids are the runtime's and unique per Agent only (see the module docstring).
@@ -174,6 +185,17 @@ class Conversation(models.Model):
             # ?status= on the list.
             models.Index(
                 fields=["agent", "status", "-updated_at", "-id"], name="conv_agent_status"
+            ),
+            # The Conversations page sorted by title, status or source (CONVERSATION_SORTS:
+            # the same expressions, or the index is not used).
+            models.Index(
+                F("agent"), Lower(Coalesce(F("title"), Value(""))), F("id"), name="conv_agent_title"
+            ),
+            models.Index(
+                F("agent"), Coalesce(F("status"), Value("")), F("id"), name="conv_agent_status_sort"
+            ),
+            models.Index(
+                F("agent"), Coalesce(F("source"), Value("")), F("id"), name="conv_agent_source"
             ),
         ]
         constraints = [
@@ -329,6 +351,12 @@ class Run(TokenUsage):
                 Coalesce(F("total_turn_latency_ms"), Value(-1.0)).desc(),
                 F("id").desc(),
                 name="run_agent_latency",
+            ),
+            # ... or by status or model, A to Z (run_agent_status and run_agent_model serve
+            # the filters: newest first within one value, not the values in order).
+            models.Index(fields=["agent", "status", "id"], name="run_agent_status_sort"),
+            models.Index(
+                F("agent"), Coalesce(F("model_id"), Value("")), F("id"), name="run_agent_model_sort"
             ),
         ]
         constraints = [

@@ -4,29 +4,26 @@ Thin: the same selectors and filter rules as the API; HTMX requests get the tabl
 A bad filter or cursor shows its message above the table instead of an error page.
 """
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import messages
-from django.db.models import Model, QuerySet
-from django.http import HttpResponse, HttpResponseBase
+from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from apps.activity import analytics, charts, score_filters, selectors
-from apps.activity.models import Conversation, EndUser, Run, RunStatus
+from apps.activity.bulk_bar import bulk_actions
+from apps.activity.models import Conversation, EndUser, RunStatus
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
-from apps.activity.rendering import conversation_to_dict, run_to_dict, user_to_dict
 from apps.activity.search_pages import word_matches
+from apps.activity.step_messages import step_messages
 from apps.activity.trace import documents_view, json_tree, rows_html, waterfall
 from apps.activity.transcript import initials_of, message_view, runs_by_turn, safe_url, turn_usage
 from apps.common.errors import BadRequest
-from apps.common.export import export_format, export_response
 from apps.common.keyset import Keyset, Page, paginate
 from apps.common.latency import percentiles
 from apps.common.sorting import ListSorts, sorted_list
@@ -357,6 +354,7 @@ def conversation_list(request: ConsoleRequest) -> HttpResponse:
     context = {
         "section": "conversations",
         "sort_columns": sort_columns,
+        "bulk_actions": bulk_actions("conversations", is_owner=request.is_owner),
         "picked_user": picked_user,
         "page": page,
         "count": count,
@@ -444,6 +442,7 @@ def user_list(request: ConsoleRequest) -> HttpResponse:
     context = {
         "section": "users",
         "sort_columns": sort_columns,
+        "bulk_actions": bulk_actions("users", is_owner=request.is_owner),
         "identity": identity,
         "identities": EndUser.IdentityType.choices,
         "count": bounded_count(users),
@@ -516,6 +515,7 @@ def run_list(request: ConsoleRequest) -> HttpResponse:
     score_filters.score_summaries_attach(page.rows, agent=request.agent, column="run_id")
     context = {
         "section": "runs",
+        "bulk_actions": bulk_actions("runs", is_owner=request.is_owner),
         "score_filter": scored,
         "score_names": _score_names(request),
         "sort_columns": sort_columns,
@@ -583,109 +583,10 @@ def step_detail(request: ConsoleRequest, run_id: str, step_id: str) -> HttpRespo
         "step": step,
         "input_tree": json_tree(step.input) if step.input is not None else None,
         "output_tree": json_tree(step.output) if step.output is not None else None,
+        "input_messages": step_messages(step.input),
+        "output_messages": step_messages(step.output),
         "attributes_tree": json_tree(step.attributes) if step.attributes else None,
         "documents": documents_view(step.documents),
     }
     template = "activity/_step_body.html" if request.htmx else "activity/step_detail.html"
     return render(request, template, context)
-
-
-# --- Exports: the filtered list, every row, streamed ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Export:
-    list_url: str
-    filters: tuple
-    dates: tuple[str, str] | None
-    sorts: ListSorts  # the list's orders: the export follows the one its link carries
-    render: Callable[[Any], dict]
-    model: type[Model]
-    query: Callable[[ConsoleRequest, dict], QuerySet]
-
-
-_EXPORTS = {
-    "conversations": _Export(
-        "activity:conversation_list",
-        selectors.CONVERSATION_FILTERS,
-        ("updated_after", "updated_before"),
-        selectors.CONVERSATION_SORTS,
-        conversation_to_dict,
-        Conversation,
-        lambda request, filters: selectors.conversation_list(
-            agent=request.agent, filters=filters, title_search=_search_text(request)
-        ),
-    ),
-    "users": _Export(
-        "activity:user_list",
-        selectors.USER_FILTERS,
-        None,
-        selectors.USER_SORTS,
-        user_to_dict,
-        EndUser,
-        lambda request, filters: selectors.user_list(
-            agent=request.agent,
-            filters=filters,
-            search=_search_text(request),
-            identity_type=_identity_filter(request)[0],
-        ),
-    ),
-    "runs": _Export(
-        "activity:run_list",
-        selectors.RUN_FILTERS,
-        ("created_after", "created_before"),
-        selectors.RUN_SORTS,
-        run_to_dict,
-        Run,
-        lambda request, filters: selectors.run_list(agent=request.agent, filters=filters),
-    ),
-}
-
-
-@console_view
-def list_export(request: ConsoleRequest, name: str) -> HttpResponseBase:
-    """`/<list>/export/?format=csv|json&<the list's filters and order>`: what the list shows,
-    all pages, in the list's order, each row with exactly the API's fields."""
-    export = _EXPORTS[name]
-    _user, params, user_error = _user_filter(request)
-    filters, error = _filters(request, export.filters, dates=export.dates, params=params)
-    error = error or user_error
-    try:
-        fmt = export_format(request.GET.get("format"))
-    except BadRequest as exc:
-        error = exc.message
-    if error:
-        messages.error(request, f"Nothing exported: {error}")
-        query = request.GET.copy()
-        query.pop("format", None)
-        return redirect(f"{reverse(export.list_url)}?{query.urlencode()}")
-    queryset = export.query(request, filters)
-    sorts = export.sorts
-    column = {"runs": "run_id", "conversations": "conversation_id"}.get(name)
-    if column is None:
-        ordered, keyset, _headers = sorted_list(sorts, queryset, request.GET)
-        return export_response(
-            queryset=ordered,
-            keyset=keyset,
-            render=export.render,
-            columns=list(export.render(export.model())),
-            filename=f"{name}-{request.agent.pk}",
-            fmt=fmt,
-        )
-    # Runs and conversations carry their scores (a `scores` column after the API's fields).
-    queryset, sorts, _chosen, score_error = _score_filtered(request, queryset, column, sorts)
-    if score_error:
-        messages.error(request, f"Nothing exported: {score_error}")
-        return redirect(reverse(export.list_url))
-    ordered, keyset, _headers = sorted_list(sorts, queryset, request.GET)
-    return export_response(
-        queryset=ordered,
-        keyset=keyset,
-        render=lambda row: {**export.render(row), "scores": row.export_scores},
-        columns=[*export.render(export.model()), "scores"],
-        filename=f"{name}-{request.agent.pk}",
-        fmt=fmt,
-        each_batch=lambda rows: score_filters.export_scores_attach(
-            rows, agent=request.agent, column=column
-        ),
-    )

@@ -375,8 +375,10 @@ def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
 
 
 # The Runs page's orders: newest first (the API's), or by tokens, credits or latency, where a
-# missing value sorts below every real one (last when the biggest come first). Each expression
-# has an index on (agent, the same expression, id) in Run.Meta.
+# missing value sorts below every real one (last when the biggest come first), or by status or
+# model (A to Z first; no model sorts first). Each has an index on (agent, the same expression,
+# id) in Run.Meta. The user, tools and scores columns are not orders of the runs table (a join,
+# an array, another table's rows; scores sort once a score is chosen, apps.activity.score_filters).
 RUN_SORTS = ListSorts(
     RUN_KEYSET,
     (
@@ -400,26 +402,41 @@ RUN_SORTS = ListSorts(
             "number",
             css="num",
         ),
+        SortColumn("status", "Status", "status", "text", "asc"),
+        SortColumn("model", "Model", Coalesce(F("model_id"), Value("")), "text", "asc"),
     ),
 )
 
-# The Conversations page's orders: by last activity (the API's) or by start, either way.
+# The Conversations page's orders: by last activity (the API's) or by start, either way; by
+# title, status or source (missing ones first A to Z). The messages, runs and credits columns
+# are totals counted for the page's rows (selectors.conversation_totals), not columns of the
+# table, so they cannot be read in order from an index: they do not sort.
 CONVERSATION_SORTS = ListSorts(
     CONVERSATION_KEYSET,
     (
         SortColumn("updated", "Updated", "updated_at", "time"),
         SortColumn("created", "Created", "created_at", "time"),
+        SortColumn("title", "Title", Lower(Coalesce(F("title"), Value(""))), "text", "asc"),
+        SortColumn("status", "Status", Coalesce(F("status"), Value("")), "text", "asc"),
+        SortColumn("source", "Source", Coalesce(F("source"), Value("")), "text", "asc"),
     ),
 )
 
 # The Users page's orders: last seen (the API's), first seen, or by the name shown (the display
-# name, else the id; case aside). Indexes in EndUser.Meta.
+# name, else the id; case aside), email (case aside), external id or identity. Indexes in
+# EndUser.Meta. The runs, tokens and credits columns are totals over the user's runs, counted
+# for the page's rows: they do not sort (no index holds them in order).
 USER_SORTS = ListSorts(
     USER_KEYSET,
     (
         SortColumn("last_seen", "Last seen", "last_seen_at", "time"),
         SortColumn("first_seen", "First seen", "first_seen_at", "time"),
         SortColumn("name", "User", Lower(Coalesce(F("display_name"), F("id"))), "text", "asc"),
+        SortColumn("email", "Email", Lower(Coalesce(F("email"), Value(""))), "text", "asc"),
+        SortColumn(
+            "external_id", "External id", Coalesce(F("external_id"), Value("")), "text", "asc"
+        ),
+        SortColumn("identity", "Identity", "identity_type", "text", "asc"),
     ),
 )
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.activity import pages
+from apps.activity import list_actions, pages
 
 app_name = "activity"
 
@@ -9,12 +9,20 @@ urlpatterns = [
     path("performance/", pages.performance, name="performance"),
     path(
         "conversations/export/",
-        pages.list_export,
+        list_actions.list_export,
         {"name": "conversations"},
         name="conversation_export",
     ),
-    path("users/export/", pages.list_export, {"name": "users"}, name="user_export"),
-    path("runs/export/", pages.list_export, {"name": "runs"}, name="run_export"),
+    path("users/export/", list_actions.list_export, {"name": "users"}, name="user_export"),
+    path("runs/export/", list_actions.list_export, {"name": "runs"}, name="run_export"),
+    path(
+        "conversations/bulk/",
+        list_actions.list_bulk,
+        {"name": "conversations"},
+        name="conversation_bulk",
+    ),
+    path("users/bulk/", list_actions.list_bulk, {"name": "users"}, name="user_bulk"),
+    path("runs/bulk/", list_actions.list_bulk, {"name": "runs"}, name="run_bulk"),
     path("conversations/", pages.conversation_list, name="conversation_list"),
     path(
         "conversations/<str:conversation_id>/",

@@ -11,7 +11,7 @@ import time
 import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import urljoin, urlsplit
 
@@ -62,6 +62,8 @@ class PostResult:
     status: int
     body_excerpt: str
     duration_ms: float
+    # The answer's headers as sent (names as written), bounded (`_headers_excerpt`).
+    headers: list[tuple[str, str]] = field(default_factory=list)
 
 
 def fetch(
@@ -153,11 +155,28 @@ def post_json(
             overflow_error=None,
         )
         status = response.status
+        answer_headers = _headers_excerpt(response.headers.items())
     return PostResult(
         status=status,
         body_excerpt=excerpt[:_EXCERPT_BYTES].decode("utf-8", errors="replace"),
         duration_ms=(time.monotonic() - started) * 1000,
+        headers=answer_headers,
     )
+
+
+# What a webhook attempt keeps of the endpoint's headers: enough to debug (Svix shows them),
+# bounded so an endpoint cannot grow our rows: at most this many, each value cut short.
+HEADERS_KEPT = 50
+HEADER_VALUE_MAX = 512
+
+
+def _headers_excerpt(items) -> list[tuple[str, str]]:
+    kept: list[tuple[str, str]] = []
+    for name, value in items:
+        if len(kept) == HEADERS_KEPT:
+            break
+        kept.append((str(name)[:100], str(value)[:HEADER_VALUE_MAX]))
+    return kept
 
 
 def _guard(url: str, *, allow_loopback: bool | None) -> tuple[str, list[IPAddress]]:

@@ -154,7 +154,8 @@ def _cursor_value(keyset: Keyset, payload: dict) -> Any:
         raise ValueError("not a value cursor")
     value = payload["v"]
     if keyset.kind == "text":
-        return _cursor_text(value)
+        # "" is a value like another: a column's missing values sort as "" (Coalesce).
+        return value if value == "" else _cursor_text(value)
     # bool is an int to Python, never a sort value here; floats must be finite.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("not a number")

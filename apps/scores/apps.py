@@ -16,3 +16,10 @@ class ScoresConfig(AppConfig):
         ingest_kind_register(
             "score", parse=scores_ingest_parse, record=scores_ingest, schema=ScoreRecordIn
         )
+
+        # An end user's data deleted on request takes their feedback and the scores of their
+        # conversations and runs with it.
+        from apps.activity.events import on_end_user_data_deleted
+        from apps.scores.retention import scores_delete_on_end_user_data_deleted
+
+        on_end_user_data_deleted(scores_delete_on_end_user_data_deleted)

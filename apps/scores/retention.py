@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
+from apps.activity.events import EndUserDataDeleted
 from apps.activity.models import Conversation
 from apps.scores.models import Score
 
@@ -54,3 +55,13 @@ def scores_purge_batch(
             Score.objects.db
         )
     return ScoresPurged(scores=deleted, resume_at=picked[-1][1])
+
+
+def scores_delete_on_end_user_data_deleted(event: EndUserDataDeleted) -> None:
+    """An end user's data deleted on request (apps.activity.erasure): their own feedback, and
+    every score on the conversations and runs going with them, in the same transaction."""
+    Score.objects.filter(agent_id=event.agent_id).filter(
+        Q(end_user_id=event.user_id)
+        | Q(conversation_id__in=event.conversation_ids)
+        | Q(run_id__in=event.run_ids)
+    ).delete()

@@ -23,3 +23,9 @@ class WebhooksConfig(AppConfig):
         from apps.webhooks.services.outbox import delivery_record_on_scores_created
 
         on_scores_created(delivery_record_on_scores_created)
+
+        # An end user's data deleted on request: the deliveries carrying copies of their runs.
+        from apps.activity.events import on_end_user_data_deleted
+        from apps.webhooks.retention import deliveries_delete_on_end_user_data_deleted
+
+        on_end_user_data_deleted(deliveries_delete_on_end_user_data_deleted)

@@ -51,6 +51,13 @@ def _attempt(delivery, number: int, *, ok: bool, at, rng: random.Random) -> Webh
         response_status=code,
         error_message=error,
         response_body="ok" if ok else "",
+        response_headers=(
+            [["Content-Type", "text/plain"], ["Content-Length", "2"]]
+            if ok
+            else [["Content-Type", "text/html"], ["Retry-After", "30"]]
+            if code
+            else []
+        ),
         duration_ms=duration,
         started_at=at,
         finished_at=at + timedelta(milliseconds=duration),

@@ -184,6 +184,11 @@ class WebhookAttempt(models.Model):
     error_message = models.CharField(max_length=500, null=True, blank=True)
     # Console only: the first KB of the endpoint's answer and the round-trip time.
     response_body = models.TextField(blank=True, default="")
+    # Console only: the answer's headers as [name, value] pairs in the order sent, bounded
+    # (apps.common.http.HEADERS_KEPT pairs, values cut at HEADER_VALUE_MAX).
+    response_headers = models.JSONField(
+        default=list, db_default=models.Value([], models.JSONField())
+    )
     duration_ms = models.FloatField(null=True, blank=True)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()

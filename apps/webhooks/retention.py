@@ -15,6 +15,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
+from apps.activity.events import EndUserDataDeleted
 from apps.activity.models import Run
 from apps.webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 
@@ -59,3 +60,12 @@ def deliveries_purge_batch(
         # to look for them again and deleting a hundred a statement.
         deleted = WebhookDelivery.objects.filter(id__in=ids)._raw_delete(WebhookDelivery.objects.db)
     return DeliveriesPurged(deliveries=deleted, resume_at=picked[-1][1])
+
+
+def deliveries_delete_on_end_user_data_deleted(event: EndUserDataDeleted) -> None:
+    """An end user's data deleted on request: the deliveries of their runs carry a copy of
+    them, so they go too, with their attempts (one in flight is deleted all the same: its
+    attempt finds the row gone and records nothing)."""
+    deliveries = WebhookDelivery.objects.filter(agent_id=event.agent_id, run_id__in=event.run_ids)
+    WebhookAttempt.objects.filter(delivery__in=deliveries).delete()
+    deliveries.delete()

@@ -81,6 +81,7 @@ AUDIT_ACTIONS: dict[str, str] = {
     "api_key.revoked": "An API key was revoked",
     "connected_app.connected": "An application was connected over OAuth",
     "connected_app.disconnected": "A connected application was disconnected",
+    "end_user.data_deleted": "An end user's conversations, runs and feedback were deleted on request",
     "score.deleted": "Scores were deleted from the console (their count)",
     "score_config.created": "A score config was created",
     "score_config.updated": "A score config's range, categories or description changed",

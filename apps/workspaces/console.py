@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from apps.common.errors import BadRequest, NotFound, ServiceError
 from apps.common.keyset import Page, PageRequest
@@ -220,6 +221,14 @@ class RowNoun:
 
     def __call__(self, count: int) -> str:
         return f"{count} {self.singular if count == 1 else self.plural}"
+
+
+def bulk_return(request: HttpRequest, list_url: str) -> str:
+    """Where a bulk action goes back to: the list with its filters and page (the bar's `next`),
+    when it is that list on this site; else the list."""
+    target = request.POST.get("next", "")
+    allowed = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+    return target if allowed and target.startswith(list_url) else list_url
 
 
 def bulk_ids(request: HttpRequest) -> list[str]:

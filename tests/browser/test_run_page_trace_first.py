@@ -1,5 +1,6 @@
-"""The run page puts the trace first, with the totals in one line above it, and a step's
-input opens as a JSON tree with its first levels open (issue 38, defect 8)."""
+"""The run page puts the trace first, with the totals in one line above it; a step's input or
+output that holds chat messages reads as a transcript (role, text, tool calls), its JSON tree a
+click away with its first levels open (issue 38, defect 8)."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -21,7 +22,16 @@ def test_trace_first_and_messages_open(console_page, agent):
     RunStep.objects.create(
         agent_id=agent.pk, run_id=run.id, id="st_model", name="chat", kind="model",
         started_at=T0, ended_at=T0 + timedelta(seconds=1), duration_ms=1000,
-        input=[{"role": "user", "content": "Where is order 1042?"}],
+        input={"system": "You answer about orders.", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Where is order 1042?"}]},
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1",
+                                               "toolName": "order_lookup",
+                                               "input": {"order": 1042}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1",
+                                          "toolName": "order_lookup",
+                                          "output": {"status": "shipped"}}]},
+        ]},
+        output=[{"role": "assistant", "parts": [{"type": "text", "content": "It has shipped."}]}],
         created_at=T0, updated_at=T0,
     )  # fmt: skip
     page.goto(f"{page.live_server_url}/runs/{run.id}/")
@@ -33,5 +43,18 @@ def test_trace_first_and_messages_open(console_page, agent):
 
     row = page.locator('#trace .trace-row[data-step-id="st_model"]')
     row.locator("summary").first.click()
-    # The message's own fields are visible without opening anything more.
-    page.locator(".step-body").get_by_text("Where is order 1042?").wait_for(state="visible")
+    body = page.locator(".step-body")
+    transcript = body.locator("[data-transcript]").first
+    transcript.wait_for()
+    roles = transcript.locator(".step-role").all_inner_texts()
+    assert [role.lower() for role in roles] == ["system", "user", "assistant", "tool"]
+    assert transcript.locator(".step-text").nth(1).inner_text() == "Where is order 1042?"
+    call = transcript.locator(".step-call").first
+    assert "order_lookup" in call.inner_text() and '"order": 1042' in call.inner_text()
+    assert '"status": "shipped"' in transcript.locator(".step-call").nth(1).inner_text()
+    output = body.locator("[data-transcript]").nth(1)
+    assert output.locator(".step-text").inner_text() == "It has shipped."
+    # The JSON is a click away, its first levels open: the message's fields visible at once.
+    body.locator(".as-json > summary").first.click()
+    tree = body.locator(".as-json .json-tree").first
+    tree.get_by_text("You answer about orders.").wait_for(state="visible")

@@ -55,7 +55,9 @@ def test_open_the_timeline_and_retry_a_failed_delivery_in_place(console_page, re
 
     page = console_page
     webhook_factory(agent=agent, url=receiver.url_for("/hook"))
-    receiver.expect_ordered_request("/hook").respond_with_data("down", status=503)
+    receiver.expect_ordered_request("/hook").respond_with_data(
+        "down for maintenance", status=503, headers={"Retry-After": "120"}
+    )
     receiver.expect_ordered_request("/hook").respond_with_data("ok")
     from apps.webhooks.services import delivery_send_test
 
@@ -69,6 +71,11 @@ def test_open_the_timeline_and_retry_a_failed_delivery_in_place(console_page, re
     timeline.wait_for()
     assert "HTTP 503" in timeline.inner_text()
     assert "503 Service Unavailable" in timeline.inner_text()
+    # The answer as Svix shows it: its headers and the start of its body.
+    response = timeline.locator(".attempt-response").first
+    assert "Retry-After" in response.locator(".response-headers").inner_text()
+    assert "120" in response.locator(".response-headers").inner_text()
+    assert response.locator(".response-body").inner_text() == "down for maintenance"
 
     url_before = page.url
     row.get_by_role("button", name="Retry").click()
@@ -136,7 +143,9 @@ def test_failing_health_and_retry_all_failed_since_with_the_keyboard(console_pag
 
     page = console_page
     webhook = webhook_factory(agent=agent, url=receiver.url_for("/hook"))
-    receiver.expect_ordered_request("/hook").respond_with_data("down", status=503)
+    receiver.expect_ordered_request("/hook").respond_with_data(
+        "down for maintenance", status=503, headers={"Retry-After": "120"}
+    )
     delivery_send_test(agent=agent)
     failed = [
         delivery_factory(

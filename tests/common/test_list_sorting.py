@@ -27,10 +27,15 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def _users(agent):
     names = ["bravo", "Alpha", None, "charlie", "alpha", None, "Delta", "bravo"]
+    emails = ["kim@x", None, "Ann@x", "kim@x", None, "bo@x", "ann@x", "zed@x"]
+    identities = ["user", "anonymous", "user", "preview", "unknown", "user", "anonymous", "user"]
     for n, name in enumerate(names):
         end_user_factory(
             agent=agent,
             display_name=name,
+            email=emails[n],
+            external_id=None if n % 3 == 0 else f"e{(n * 5) % 8}",
+            identity_type=identities[n],
             first_seen_at=T0 + timedelta(hours=(n * 5) % 7),
             last_seen_at=T0 + timedelta(days=1, hours=(n * 3) % 4),
         )
@@ -79,9 +84,13 @@ def _deliveries(agent):
 
 def _runs(agent):
     conversation = conversation_factory(agent=agent)
+    statuses = ["completed", "failed", "streaming", "completed", "aborted", "failed", "completed"]
+    models = ["gpt", None, "claude", "gpt", "llama", "claude", None]
     for n, tokens in enumerate([500, None, 100, 100, 900, None, 50]):
         run_factory(
             conversation=conversation,
+            status=statuses[n],
+            model_id=models[n],
             total_tokens=tokens,
             credits_charged=None if tokens is None else tokens / 100,
             total_turn_latency_ms=None if tokens is None else float(n % 3),
@@ -91,9 +100,15 @@ def _runs(agent):
 
 
 def _conversations(agent):
+    titles = ["Refunds", None, "billing", "Refunds", "alpha", None, "Zebra"]
+    statuses = ["completed", None, "failed", "completed", "streaming", "failed", None]
+    sources = ["embed", "preview", None, "embed", None, "preview", "embed"]
     for n in range(7):
         conversation_factory(
             agent=agent,
+            title=titles[n],
+            status=statuses[n],
+            source=sources[n],
             created_at=T0 + timedelta(minutes=n % 3),
             updated_at=T0 + timedelta(hours=1, minutes=(n * 2) % 5),
         )
@@ -117,6 +132,9 @@ LISTS = {
             "last_seen": lambda u: u.last_seen_at,
             "first_seen": lambda u: u.first_seen_at,
             "name": lambda u: (u.display_name or u.id).lower(),
+            "email": lambda u: (u.email or "").lower(),
+            "external_id": lambda u: u.external_id or "",
+            "identity": lambda u: u.identity_type,
         },
     ),
     "knowledge": (
@@ -147,12 +165,20 @@ LISTS = {
             "tokens": lambda r: _missing(r.total_tokens, -1),
             "credits": lambda r: _missing(r.credits_charged, -1),
             "latency": lambda r: _missing(r.total_turn_latency_ms, -1),
+            "status": lambda r: r.status,
+            "model": lambda r: r.model_id or "",
         },
     ),
     "conversations": (
         activity.CONVERSATION_SORTS,
         _conversations,
-        {"updated": lambda c: c.updated_at, "created": lambda c: c.created_at},
+        {
+            "updated": lambda c: c.updated_at,
+            "created": lambda c: c.created_at,
+            "title": lambda c: (c.title or "").lower(),
+            "status": lambda c: c.status or "",
+            "source": lambda c: c.source or "",
+        },
     ),
 }
 CASES = [

@@ -112,6 +112,31 @@ def test_non_2xx_is_a_failed_attempt_scheduled_for_retry_in_about_5_seconds(agen
 
 
 @pytest.mark.django_db
+def test_attempt_keeps_the_answers_headers_bounded(agent, receiver):
+    """Svix shows an attempt's response headers: kept in the order sent, at most HEADERS_KEPT
+    of them, each value cut at HEADER_VALUE_MAX, so an endpoint cannot grow our rows."""
+    from apps.common.http import HEADER_VALUE_MAX, HEADERS_KEPT
+
+    _configure(agent, receiver)
+    headers = [("Retry-After", "30"), ("X-Long", "v" * 5000)]
+    headers += [(f"X-Extra-{n}", str(n)) for n in range(80)]
+    receiver.expect_request("/hook").respond_with_response(
+        Response("busy", status=503, headers=headers)
+    )
+    delivery = delivery_record_for_run(run=run_factory(agent=agent, status="failed"))
+
+    delivery_send_due(delivery_id=delivery.pk)
+
+    [attempt] = WebhookDelivery.objects.get(pk=delivery.pk).attempt_rows.all()
+    assert attempt.response_body == "busy"
+    pairs = [tuple(pair) for pair in attempt.response_headers]
+    assert len(pairs) == HEADERS_KEPT
+    assert ("Retry-After", "30") in pairs
+    assert ("X-Long", "v" * HEADER_VALUE_MAX) in pairs
+    assert all(len(value) <= HEADER_VALUE_MAX for _name, value in pairs)
+
+
+@pytest.mark.django_db
 def test_slow_endpoint_is_a_timeout_attempt(agent, receiver, settings):
     settings.WEBHOOK_READ_TIMEOUT = 0.3
     _configure(agent, receiver)

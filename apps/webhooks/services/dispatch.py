@@ -20,7 +20,7 @@ import logging
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from http import HTTPStatus
 
@@ -135,6 +135,7 @@ class Outcome:
     error_message: str | None
     response_body: str
     duration_ms: float | None
+    response_headers: list = field(default_factory=list)
 
 
 def _mark_sending(delivery: WebhookDelivery, *, kind: str, now: datetime) -> Claim:
@@ -249,6 +250,7 @@ def _post(delivery: WebhookDelivery, webhook: Webhook, *, now: datetime) -> Outc
         error_message=None if ok else f"The endpoint answered {_status_text(result.status)}.",
         response_body=result.body_excerpt,
         duration_ms=result.duration_ms,
+        response_headers=[list(pair) for pair in result.headers],
     )
 
 
@@ -288,6 +290,7 @@ def _record_locked(
         response_status=outcome.response_status,
         error_message=outcome.error_message,
         response_body=outcome.response_body,
+        response_headers=outcome.response_headers,
         duration_ms=outcome.duration_ms,
         started_at=started_at,
         finished_at=finished_at,
