@@ -6,134 +6,310 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('workspaces', '0001_initial'),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='EndUser',
+            name="EndUser",
             fields=[
-                ('id', models.CharField(default=apps.common.ids.id_factory('usr'), max_length=64, primary_key=True, serialize=False)),
-                ('external_id', models.CharField(blank=True, max_length=255, null=True)),
-                ('identity_type', models.CharField(choices=[('anonymous', 'Anonymous'), ('user', 'User'), ('preview', 'Preview'), ('unknown', 'Unknown')], default='unknown', max_length=20)),
-                ('display_name', models.CharField(blank=True, max_length=255, null=True)),
-                ('email', models.CharField(blank=True, max_length=320, null=True)),
-                ('avatar_url', models.CharField(blank=True, max_length=2048, null=True)),
-                ('first_seen_at', models.DateTimeField()),
-                ('last_seen_at', models.DateTimeField()),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent')),
+                (
+                    "id",
+                    models.CharField(
+                        default=apps.common.ids.id_factory("usr"),
+                        max_length=64,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("external_id", models.CharField(blank=True, max_length=255, null=True)),
+                (
+                    "identity_type",
+                    models.CharField(
+                        choices=[
+                            ("anonymous", "Anonymous"),
+                            ("user", "User"),
+                            ("preview", "Preview"),
+                            ("unknown", "Unknown"),
+                        ],
+                        default="unknown",
+                        max_length=20,
+                    ),
+                ),
+                ("display_name", models.CharField(blank=True, max_length=255, null=True)),
+                ("email", models.CharField(blank=True, max_length=320, null=True)),
+                ("avatar_url", models.CharField(blank=True, max_length=2048, null=True)),
+                ("first_seen_at", models.DateTimeField()),
+                ("last_seen_at", models.DateTimeField()),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.agent",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Conversation',
+            name="Conversation",
             fields=[
-                ('id', models.CharField(default=apps.common.ids.id_factory('conv'), max_length=64, primary_key=True, serialize=False)),
-                ('title', models.CharField(blank=True, max_length=500, null=True)),
-                ('status', models.CharField(blank=True, choices=[('streaming', 'Streaming'), ('completed', 'Completed'), ('failed', 'Failed'), ('aborted', 'Aborted')], max_length=12, null=True)),
-                ('source', models.CharField(blank=True, choices=[('embed', 'Embed'), ('preview', 'Preview')], max_length=12, null=True)),
-                ('created_at', models.DateTimeField()),
-                ('updated_at', models.DateTimeField()),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conversations', to='activity.enduser')),
+                (
+                    "id",
+                    models.CharField(
+                        default=apps.common.ids.id_factory("conv"),
+                        max_length=64,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=500, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("streaming", "Streaming"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("aborted", "Aborted"),
+                        ],
+                        max_length=12,
+                        null=True,
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True,
+                        choices=[("embed", "Embed"), ("preview", "Preview")],
+                        max_length=12,
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                ("updated_at", models.DateTimeField()),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.agent",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="conversations",
+                        to="activity.enduser",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.CharField(default=apps.common.ids.id_factory('msg'), max_length=64, primary_key=True, serialize=False)),
-                ('role', models.CharField(choices=[('user', 'User'), ('assistant', 'Assistant'), ('system', 'System')], max_length=10)),
-                ('parts', models.JSONField(default=list)),
-                ('source_id', models.CharField(blank=True, max_length=255, null=True)),
-                ('created_at', models.DateTimeField()),
-                ('updated_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent')),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='activity.conversation')),
+                (
+                    "id",
+                    models.CharField(
+                        default=apps.common.ids.id_factory("msg"),
+                        max_length=64,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("user", "User"),
+                            ("assistant", "Assistant"),
+                            ("system", "System"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("parts", models.JSONField(default=list)),
+                ("source_id", models.CharField(blank=True, max_length=255, null=True)),
+                ("created_at", models.DateTimeField()),
+                ("updated_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.agent",
+                    ),
+                ),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="messages",
+                        to="activity.conversation",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.CharField(default=apps.common.ids.id_factory('run'), max_length=64, primary_key=True, serialize=False)),
-                ('request_id', models.CharField(max_length=255)),
-                ('status', models.CharField(choices=[('streaming', 'Streaming'), ('completed', 'Completed'), ('failed', 'Failed'), ('aborted', 'Aborted')], default='streaming', max_length=12)),
-                ('model_id', models.CharField(blank=True, max_length=255, null=True)),
-                ('effort', models.CharField(blank=True, max_length=64, null=True)),
-                ('sdk_version', models.CharField(max_length=64)),
-                ('protocol_version', models.PositiveIntegerField(default=1)),
-                ('input_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('output_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('total_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('cache_read_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('cache_write_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('credits_charged', models.FloatField(blank=True, null=True)),
-                ('tool_names', models.JSONField(default=list)),
-                ('failed_tool_names', models.JSONField(default=list)),
-                ('component_kinds', models.JSONField(default=list)),
-                ('error_code', models.CharField(blank=True, max_length=255, null=True)),
-                ('first_chunk_at', models.DateTimeField(blank=True, null=True)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('total_turn_latency_ms', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField()),
-                ('updated_at', models.DateTimeField()),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent')),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='activity.conversation')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='activity.enduser')),
+                (
+                    "id",
+                    models.CharField(
+                        default=apps.common.ids.id_factory("run"),
+                        max_length=64,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("request_id", models.CharField(max_length=255)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("streaming", "Streaming"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("aborted", "Aborted"),
+                        ],
+                        default="streaming",
+                        max_length=12,
+                    ),
+                ),
+                ("model_id", models.CharField(blank=True, max_length=255, null=True)),
+                ("effort", models.CharField(blank=True, max_length=64, null=True)),
+                ("sdk_version", models.CharField(max_length=64)),
+                ("protocol_version", models.PositiveIntegerField(default=1)),
+                ("input_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("output_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("total_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("cache_read_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("cache_write_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("credits_charged", models.FloatField(blank=True, null=True)),
+                ("tool_names", models.JSONField(default=list)),
+                ("failed_tool_names", models.JSONField(default=list)),
+                ("component_kinds", models.JSONField(default=list)),
+                ("error_code", models.CharField(blank=True, max_length=255, null=True)),
+                ("first_chunk_at", models.DateTimeField(blank=True, null=True)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                ("total_turn_latency_ms", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField()),
+                ("updated_at", models.DateTimeField()),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.agent",
+                    ),
+                ),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="activity.conversation",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="runs",
+                        to="activity.enduser",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='enduser',
-            index=models.Index(fields=['agent', '-last_seen_at', '-id'], name='enduser_agent_seen'),
+            model_name="enduser",
+            index=models.Index(fields=["agent", "-last_seen_at", "-id"], name="enduser_agent_seen"),
         ),
         migrations.AddConstraint(
-            model_name='enduser',
-            constraint=models.UniqueConstraint(condition=models.Q(('external_id__isnull', False)), fields=('agent', 'external_id'), name='enduser_unique_external_id'),
+            model_name="enduser",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("external_id__isnull", False)),
+                fields=("agent", "external_id"),
+                name="enduser_unique_external_id",
+            ),
         ),
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(fields=['agent', '-updated_at', '-id'], name='conv_agent_updated'),
+            model_name="conversation",
+            index=models.Index(fields=["agent", "-updated_at", "-id"], name="conv_agent_updated"),
         ),
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(fields=['agent', 'user', '-updated_at', '-id'], name='conv_agent_user'),
+            model_name="conversation",
+            index=models.Index(
+                fields=["agent", "user", "-updated_at", "-id"], name="conv_agent_user"
+            ),
         ),
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(fields=['agent', 'status', '-updated_at', '-id'], name='conv_agent_status'),
+            model_name="conversation",
+            index=models.Index(
+                fields=["agent", "status", "-updated_at", "-id"], name="conv_agent_status"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(fields=['conversation', 'created_at', 'id'], name='msg_conv_created'),
+            model_name="message",
+            index=models.Index(
+                fields=["conversation", "created_at", "id"], name="msg_conv_created"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', '-created_at', '-id'], name='run_agent_created'),
+            model_name="run",
+            index=models.Index(fields=["agent", "-created_at", "-id"], name="run_agent_created"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', 'conversation', '-created_at', '-id'], name='run_agent_conv'),
+            model_name="run",
+            index=models.Index(
+                fields=["agent", "conversation", "-created_at", "-id"], name="run_agent_conv"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', 'status', '-created_at', '-id'], name='run_agent_status'),
+            model_name="run",
+            index=models.Index(
+                fields=["agent", "status", "-created_at", "-id"], name="run_agent_status"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', 'user', '-created_at', '-id'], name='run_agent_user'),
+            model_name="run",
+            index=models.Index(
+                fields=["agent", "user", "-created_at", "-id"], name="run_agent_user"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('credits_charged__isnull', True), ('credits_charged__gte', 0), _connector='OR'), name='run_credits_non_negative'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("credits_charged__isnull", True), ("credits_charged__gte", 0), _connector="OR"
+                ),
+                name="run_credits_non_negative",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('total_turn_latency_ms__isnull', True), ('total_turn_latency_ms__gte', 0), _connector='OR'), name='run_latency_non_negative'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("total_turn_latency_ms__isnull", True),
+                    ("total_turn_latency_ms__gte", 0),
+                    _connector="OR",
+                ),
+                name="run_latency_non_negative",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('protocol_version__gte', 1)), name='run_protocol_version_min_1'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("protocol_version__gte", 1)), name="run_protocol_version_min_1"
+            ),
         ),
     ]

@@ -4,19 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0001_initial'),
-        ('workspaces', '0001_initial'),
+        ("activity", "0001_initial"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', 'model_id', '-created_at', '-id'], name='run_agent_model'),
+            model_name="run",
+            index=models.Index(
+                fields=["agent", "model_id", "-created_at", "-id"], name="run_agent_model"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', 'error_code', '-created_at', '-id'], name='run_agent_error'),
+            model_name="run",
+            index=models.Index(
+                fields=["agent", "error_code", "-created_at", "-id"], name="run_agent_error"
+            ),
         ),
     ]

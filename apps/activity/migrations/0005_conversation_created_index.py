@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0004_run_sort_indexes'),
-        ('workspaces', '0006_api_key_kind'),
+        ("activity", "0004_run_sort_indexes"),
+        ("workspaces", "0006_api_key_kind"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(fields=['agent', '-created_at', '-id'], name='conv_agent_created'),
+            model_name="conversation",
+            index=models.Index(fields=["agent", "-created_at", "-id"], name="conv_agent_created"),
         ),
     ]

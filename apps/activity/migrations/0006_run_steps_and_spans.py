@@ -21,118 +21,176 @@ def _drop_step_run_foreign_key(apps, schema_editor):
         schema_editor.execute("ALTER TABLE activity_runstep DROP CONSTRAINT step_run_fk")
 
 
-
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0005_conversation_created_index'),
-        ('workspaces', '0006_api_key_kind'),
+        ("activity", "0005_conversation_created_index"),
+        ("workspaces", "0006_api_key_kind"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PendingSpan',
+            name="PendingSpan",
             fields=[
-                ('row', models.BigAutoField(primary_key=True, serialize=False)),
-                ('trace_id', models.CharField(max_length=32)),
-                ('span_id', models.CharField(max_length=16)),
-                ('parent_span_id', models.CharField(blank=True, max_length=16, null=True)),
-                ('conversation_id', models.CharField(blank=True, max_length=64, null=True)),
-                ('span', models.JSONField()),
-                ('received_at', models.DateTimeField()),
+                ("row", models.BigAutoField(primary_key=True, serialize=False)),
+                ("trace_id", models.CharField(max_length=32)),
+                ("span_id", models.CharField(max_length=16)),
+                ("parent_span_id", models.CharField(blank=True, max_length=16, null=True)),
+                ("conversation_id", models.CharField(blank=True, max_length=64, null=True)),
+                ("span", models.JSONField()),
+                ("received_at", models.DateTimeField()),
             ],
         ),
         migrations.CreateModel(
-            name='RunStep',
+            name="RunStep",
             fields=[
-                ('row', models.BigAutoField(primary_key=True, serialize=False)),
-                ('id', models.CharField(default=apps.common.ids.id_factory('step'), max_length=64)),
-                ('run_id', models.CharField(max_length=64)),
-                ('parent_id', models.CharField(blank=True, max_length=64, null=True)),
-                ('trace_id', models.CharField(blank=True, max_length=32, null=True)),
-                ('kind', models.CharField(choices=[('agent', 'Agent'), ('model', 'Model call'), ('tool', 'Tool call'), ('retrieval', 'Retrieval'), ('custom', 'Custom')], default='custom', max_length=12)),
-                ('name', models.CharField(max_length=255)),
-                ('status', models.CharField(choices=[('running', 'Running'), ('completed', 'Completed'), ('failed', 'Failed')], default='completed', max_length=12)),
-                ('error', models.TextField(blank=True, null=True)),
-                ('started_at', models.DateTimeField()),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('duration_ms', models.FloatField(blank=True, null=True)),
-                ('input', models.JSONField(blank=True, null=True)),
-                ('output', models.JSONField(blank=True, null=True)),
-                ('model_id', models.CharField(blank=True, max_length=255, null=True)),
-                ('input_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('output_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('total_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('cache_read_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('cache_write_tokens', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('credits_charged', models.FloatField(blank=True, null=True)),
-                ('first_token_ms', models.FloatField(blank=True, null=True)),
-                ('finish_reason', models.CharField(blank=True, max_length=64, null=True)),
-                ('tool_name', models.CharField(blank=True, max_length=255, null=True)),
-                ('mcp_server', models.CharField(blank=True, max_length=255, null=True)),
-                ('query', models.TextField(blank=True, null=True)),
-                ('documents', models.JSONField(default=list)),
-                ('attributes', models.JSONField(default=dict)),
-                ('truncated', models.JSONField(default=list)),
-                ('created_at', models.DateTimeField()),
-                ('updated_at', models.DateTimeField()),
+                ("row", models.BigAutoField(primary_key=True, serialize=False)),
+                ("id", models.CharField(default=apps.common.ids.id_factory("step"), max_length=64)),
+                ("run_id", models.CharField(max_length=64)),
+                ("parent_id", models.CharField(blank=True, max_length=64, null=True)),
+                ("trace_id", models.CharField(blank=True, max_length=32, null=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("agent", "Agent"),
+                            ("model", "Model call"),
+                            ("tool", "Tool call"),
+                            ("retrieval", "Retrieval"),
+                            ("custom", "Custom"),
+                        ],
+                        default="custom",
+                        max_length=12,
+                    ),
+                ),
+                ("name", models.CharField(max_length=255)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                        ],
+                        default="completed",
+                        max_length=12,
+                    ),
+                ),
+                ("error", models.TextField(blank=True, null=True)),
+                ("started_at", models.DateTimeField()),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                ("duration_ms", models.FloatField(blank=True, null=True)),
+                ("input", models.JSONField(blank=True, null=True)),
+                ("output", models.JSONField(blank=True, null=True)),
+                ("model_id", models.CharField(blank=True, max_length=255, null=True)),
+                ("input_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("output_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("total_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("cache_read_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("cache_write_tokens", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("credits_charged", models.FloatField(blank=True, null=True)),
+                ("first_token_ms", models.FloatField(blank=True, null=True)),
+                ("finish_reason", models.CharField(blank=True, max_length=64, null=True)),
+                ("tool_name", models.CharField(blank=True, max_length=255, null=True)),
+                ("mcp_server", models.CharField(blank=True, max_length=255, null=True)),
+                ("query", models.TextField(blank=True, null=True)),
+                ("documents", models.JSONField(default=list)),
+                ("attributes", models.JSONField(default=dict)),
+                ("truncated", models.JSONField(default=list)),
+                ("created_at", models.DateTimeField()),
+                ("updated_at", models.DateTimeField()),
             ],
         ),
         migrations.AddField(
-            model_name='message',
-            name='run_id',
+            model_name="message",
+            name="run_id",
             field=models.CharField(blank=True, max_length=64, null=True),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(condition=models.Q(('run_id__isnull', False)), fields=['agent', 'run_id'], name='msg_agent_run'),
+            model_name="message",
+            index=models.Index(
+                condition=models.Q(("run_id__isnull", False)),
+                fields=["agent", "run_id"],
+                name="msg_agent_run",
+            ),
         ),
         migrations.AddField(
-            model_name='pendingspan',
-            name='agent',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent'),
+            model_name="pendingspan",
+            name="agent",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.agent"
+            ),
         ),
         migrations.AddField(
-            model_name='runstep',
-            name='agent',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent'),
+            model_name="runstep",
+            name="agent",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.agent"
+            ),
         ),
         migrations.AddField(
-            model_name='runstep',
-            name='run',
-            field=models.ForeignObject(from_fields=['agent', 'run_id'], on_delete=django.db.models.deletion.DO_NOTHING, related_name='steps', to='activity.run', to_fields=['agent', 'id']),
+            model_name="runstep",
+            name="run",
+            field=models.ForeignObject(
+                from_fields=["agent", "run_id"],
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                related_name="steps",
+                to="activity.run",
+                to_fields=["agent", "id"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='pendingspan',
-            index=models.Index(fields=['agent', 'trace_id'], name='pending_span_trace'),
+            model_name="pendingspan",
+            index=models.Index(fields=["agent", "trace_id"], name="pending_span_trace"),
         ),
         migrations.AddIndex(
-            model_name='pendingspan',
-            index=models.Index(condition=models.Q(('conversation_id__isnull', False)), fields=['agent', 'conversation_id'], name='pending_span_conversation'),
+            model_name="pendingspan",
+            index=models.Index(
+                condition=models.Q(("conversation_id__isnull", False)),
+                fields=["agent", "conversation_id"],
+                name="pending_span_conversation",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='pendingspan',
-            constraint=models.UniqueConstraint(fields=('agent', 'span_id'), name='pending_span_agent_span'),
+            model_name="pendingspan",
+            constraint=models.UniqueConstraint(
+                fields=("agent", "span_id"), name="pending_span_agent_span"
+            ),
         ),
         migrations.AddIndex(
-            model_name='runstep',
-            index=models.Index(fields=['agent', 'run_id', 'started_at', 'id'], name='step_run_started'),
+            model_name="runstep",
+            index=models.Index(
+                fields=["agent", "run_id", "started_at", "id"], name="step_run_started"
+            ),
         ),
         migrations.AddIndex(
-            model_name='runstep',
-            index=models.Index(condition=models.Q(('trace_id__isnull', False)), fields=['agent', 'trace_id'], name='step_agent_trace'),
+            model_name="runstep",
+            index=models.Index(
+                condition=models.Q(("trace_id__isnull", False)),
+                fields=["agent", "trace_id"],
+                name="step_agent_trace",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='runstep',
-            constraint=models.UniqueConstraint(fields=('agent', 'id'), name='step_agent_id'),
+            model_name="runstep",
+            constraint=models.UniqueConstraint(fields=("agent", "id"), name="step_agent_id"),
         ),
         migrations.AddConstraint(
-            model_name='runstep',
-            constraint=models.CheckConstraint(condition=models.Q(('credits_charged__isnull', True), ('credits_charged__gte', 0), _connector='OR'), name='step_credits_non_negative'),
+            model_name="runstep",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("credits_charged__isnull", True), ("credits_charged__gte", 0), _connector="OR"
+                ),
+                name="step_credits_non_negative",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='runstep',
-            constraint=models.CheckConstraint(condition=models.Q(('duration_ms__isnull', True), ('duration_ms__gte', 0), _connector='OR'), name='step_duration_non_negative'),
+            model_name="runstep",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("duration_ms__isnull", True), ("duration_ms__gte", 0), _connector="OR"
+                ),
+                name="step_duration_non_negative",
+            ),
         ),
         migrations.RunPython(_step_run_foreign_key, _drop_step_run_foreign_key),
     ]

@@ -25,9 +25,7 @@ class Migration(migrations.Migration):
             model_name="run",
             name="document_ids",
             # A database default too: rows inserted in SQL (tests, benchmarks) get [].
-            field=models.JSONField(
-                default=list, db_default=models.Value([], models.JSONField())
-            ),
+            field=models.JSONField(default=list, db_default=models.Value([], models.JSONField())),
         ),
         migrations.RunPython(_create_index, _drop_index),
     ]

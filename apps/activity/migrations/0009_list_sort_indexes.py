@@ -6,19 +6,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0008_run_document_ids'),
-        ('workspaces', '0007_console_preference'),
+        ("activity", "0008_run_document_ids"),
+        ("workspaces", "0007_console_preference"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='enduser',
-            index=models.Index(fields=['agent', '-first_seen_at', '-id'], name='enduser_agent_first_seen'),
+            model_name="enduser",
+            index=models.Index(
+                fields=["agent", "-first_seen_at", "-id"], name="enduser_agent_first_seen"
+            ),
         ),
         migrations.AddIndex(
-            model_name='enduser',
-            index=models.Index(models.F('agent'), django.db.models.functions.text.Lower(django.db.models.functions.comparison.Coalesce(models.F('display_name'), models.F('id'))), models.F('id'), name='enduser_agent_name'),
+            model_name="enduser",
+            index=models.Index(
+                models.F("agent"),
+                django.db.models.functions.text.Lower(
+                    django.db.models.functions.comparison.Coalesce(
+                        models.F("display_name"), models.F("id")
+                    )
+                ),
+                models.F("id"),
+                name="enduser_agent_name",
+            ),
         ),
     ]

@@ -4,19 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0008_run_document_ids'),
-        ('workspaces', '0007_console_preference'),
+        ("activity", "0008_run_document_ids"),
+        ("workspaces", "0007_console_preference"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='run',
-            name='run_agent_user',
+            model_name="run",
+            name="run_agent_user",
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', 'user_id', '-created_at', '-id'], include=('total_tokens', 'credits_charged'), name='run_agent_user'),
+            model_name="run",
+            index=models.Index(
+                fields=["agent", "user_id", "-created_at", "-id"],
+                include=("total_tokens", "credits_charged"),
+                name="run_agent_user",
+            ),
         ),
     ]

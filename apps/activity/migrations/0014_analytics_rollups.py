@@ -5,46 +5,71 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0013_run_dimensions'),
-        ('workspaces', '0010_audit_sort_indexes'),
+        ("activity", "0013_run_dimensions"),
+        ("workspaces", "0010_audit_sort_indexes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Rollup',
+            name="Rollup",
             fields=[
-                ('row', models.BigAutoField(primary_key=True, serialize=False)),
-                ('day', models.DateField()),
-                ('group', models.CharField(max_length=12)),
-                ('key', models.CharField(max_length=255)),
-                ('stripe', models.PositiveSmallIntegerField(default=0)),
-                ('count', models.BigIntegerField(default=0)),
-                ('failed', models.BigIntegerField(default=0)),
-                ('input_tokens', models.BigIntegerField(default=0)),
-                ('output_tokens', models.BigIntegerField(default=0)),
-                ('total_tokens', models.BigIntegerField(default=0)),
-                ('agent', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent')),
+                ("row", models.BigAutoField(primary_key=True, serialize=False)),
+                ("day", models.DateField()),
+                ("group", models.CharField(max_length=12)),
+                ("key", models.CharField(max_length=255)),
+                ("stripe", models.PositiveSmallIntegerField(default=0)),
+                ("count", models.BigIntegerField(default=0)),
+                ("failed", models.BigIntegerField(default=0)),
+                ("input_tokens", models.BigIntegerField(default=0)),
+                ("output_tokens", models.BigIntegerField(default=0)),
+                ("total_tokens", models.BigIntegerField(default=0)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.agent",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('agent', 'group', 'day', 'key', 'stripe'), name='rollup_agent_group_day')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("agent", "group", "day", "key", "stripe"),
+                        name="rollup_agent_group_day",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='RollupLatency',
+            name="RollupLatency",
             fields=[
-                ('row', models.BigAutoField(primary_key=True, serialize=False)),
-                ('day', models.DateField()),
-                ('group', models.CharField(max_length=12)),
-                ('key', models.CharField(max_length=255)),
-                ('bucket', models.PositiveSmallIntegerField()),
-                ('stripe', models.PositiveSmallIntegerField(default=0)),
-                ('count', models.BigIntegerField(default=0)),
-                ('agent', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.agent')),
+                ("row", models.BigAutoField(primary_key=True, serialize=False)),
+                ("day", models.DateField()),
+                ("group", models.CharField(max_length=12)),
+                ("key", models.CharField(max_length=255)),
+                ("bucket", models.PositiveSmallIntegerField()),
+                ("stripe", models.PositiveSmallIntegerField(default=0)),
+                ("count", models.BigIntegerField(default=0)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.agent",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('agent', 'group', 'day', 'key', 'bucket', 'stripe'), name='rollup_latency_agent_group_day')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("agent", "group", "day", "key", "bucket", "stripe"),
+                        name="rollup_latency_agent_group_day",
+                    )
+                ],
             },
         ),
     ]

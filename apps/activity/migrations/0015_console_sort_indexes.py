@@ -6,43 +6,90 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0014_analytics_rollups'),
-        ('workspaces', '0010_audit_sort_indexes'),
+        ("activity", "0014_analytics_rollups"),
+        ("workspaces", "0010_audit_sort_indexes"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(models.F('agent'), django.db.models.functions.text.Lower(django.db.models.functions.comparison.Coalesce(models.F('title'), models.Value(''))), models.F('id'), name='conv_agent_title'),
+            model_name="conversation",
+            index=models.Index(
+                models.F("agent"),
+                django.db.models.functions.text.Lower(
+                    django.db.models.functions.comparison.Coalesce(
+                        models.F("title"), models.Value("")
+                    )
+                ),
+                models.F("id"),
+                name="conv_agent_title",
+            ),
         ),
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(models.F('agent'), django.db.models.functions.comparison.Coalesce(models.F('status'), models.Value('')), models.F('id'), name='conv_agent_status_sort'),
+            model_name="conversation",
+            index=models.Index(
+                models.F("agent"),
+                django.db.models.functions.comparison.Coalesce(
+                    models.F("status"), models.Value("")
+                ),
+                models.F("id"),
+                name="conv_agent_status_sort",
+            ),
         ),
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(models.F('agent'), django.db.models.functions.comparison.Coalesce(models.F('source'), models.Value('')), models.F('id'), name='conv_agent_source'),
+            model_name="conversation",
+            index=models.Index(
+                models.F("agent"),
+                django.db.models.functions.comparison.Coalesce(
+                    models.F("source"), models.Value("")
+                ),
+                models.F("id"),
+                name="conv_agent_source",
+            ),
         ),
         migrations.AddIndex(
-            model_name='enduser',
-            index=models.Index(models.F('agent'), django.db.models.functions.text.Lower(django.db.models.functions.comparison.Coalesce(models.F('email'), models.Value(''))), models.F('id'), name='enduser_agent_email'),
+            model_name="enduser",
+            index=models.Index(
+                models.F("agent"),
+                django.db.models.functions.text.Lower(
+                    django.db.models.functions.comparison.Coalesce(
+                        models.F("email"), models.Value("")
+                    )
+                ),
+                models.F("id"),
+                name="enduser_agent_email",
+            ),
         ),
         migrations.AddIndex(
-            model_name='enduser',
-            index=models.Index(models.F('agent'), django.db.models.functions.comparison.Coalesce(models.F('external_id'), models.Value('')), models.F('id'), name='enduser_agent_ext'),
+            model_name="enduser",
+            index=models.Index(
+                models.F("agent"),
+                django.db.models.functions.comparison.Coalesce(
+                    models.F("external_id"), models.Value("")
+                ),
+                models.F("id"),
+                name="enduser_agent_ext",
+            ),
         ),
         migrations.AddIndex(
-            model_name='enduser',
-            index=models.Index(fields=['agent', 'identity_type', 'id'], name='enduser_agent_identity'),
+            model_name="enduser",
+            index=models.Index(
+                fields=["agent", "identity_type", "id"], name="enduser_agent_identity"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['agent', 'status', 'id'], name='run_agent_status_sort'),
+            model_name="run",
+            index=models.Index(fields=["agent", "status", "id"], name="run_agent_status_sort"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(models.F('agent'), django.db.models.functions.comparison.Coalesce(models.F('model_id'), models.Value('')), models.F('id'), name='run_agent_model_sort'),
+            model_name="run",
+            index=models.Index(
+                models.F("agent"),
+                django.db.models.functions.comparison.Coalesce(
+                    models.F("model_id"), models.Value("")
+                ),
+                models.F("id"),
+                name="run_agent_model_sort",
+            ),
         ),
     ]

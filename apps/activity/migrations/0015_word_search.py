@@ -76,30 +76,29 @@ _TABLES = (("activity_message", "msg_search"), ("activity_runstep", "step_search
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0014_analytics_rollups'),
+        ("activity", "0014_analytics_rollups"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='message',
-            name='search_config',
-            field=models.CharField(default='simple', max_length=20),
+            model_name="message",
+            name="search_config",
+            field=models.CharField(default="simple", max_length=20),
         ),
         migrations.AddField(
-            model_name='message',
-            name='search_text',
+            model_name="message",
+            name="search_text",
             field=models.TextField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='runstep',
-            name='search_config',
-            field=models.CharField(default='simple', max_length=20),
+            model_name="runstep",
+            name="search_config",
+            field=models.CharField(default="simple", max_length=20),
         ),
         migrations.AddField(
-            model_name='runstep',
-            name='search_text',
+            model_name="runstep",
+            name="search_text",
             field=models.TextField(blank=True, null=True),
         ),
         migrations.RunPython(forward, backward),
