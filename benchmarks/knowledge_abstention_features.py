@@ -68,12 +68,14 @@ def _record(agent, query: str, **extra) -> dict:
     from django.db import connection
 
     from apps.knowledge import lexical, relevance, search
+    from apps.knowledge.search import keyword
+    from apps.knowledge.search import state as search_state
 
-    state = search._agent_state(agent.pk)
+    state = search_state.agent_state(agent.pk)
     parsed = lexical.parse_query(query)
     words, chunk_count = [], 0
     if not parsed.is_empty:
-        terms = search._query_terms(agent_id=agent.pk, words=parsed.words, configs=state.configs)
+        terms = keyword.query_terms(agent_id=agent.pk, words=parsed.words, configs=state.configs)
         chunk_count = terms.chunk_count
         with connection.cursor() as cursor:
             cursor.execute(

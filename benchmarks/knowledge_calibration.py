@@ -182,7 +182,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from apps.common.errors import ServiceError
-    from apps.knowledge import embeddings, pipeline, relevance, services
+    from apps.knowledge import embedding_jobs, pipeline, relevance, services
     from apps.knowledge.search import search_chunks
     from apps.workspaces.models import Agent, Workspace
 
@@ -214,7 +214,7 @@ def main() -> None:
             return None
         if pipeline.document_ingest(document_id=document.pk) != "ready":
             return None
-        embeddings.document_embed(document_id=document.pk, max_batches=100_000)
+        embedding_jobs.document_embed(document_id=document.pk, max_batches=100_000)
         return document.pk
 
     documents: list[list[str]] = [[], []]

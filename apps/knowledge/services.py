@@ -22,7 +22,7 @@ from apps.common.errors import BadRequest, Conflict, PayloadTooLarge, Unsupporte
 from apps.common.netguard import BlockedURL, check_url
 from apps.knowledge.extraction import UnsupportedType, detect_kind
 from apps.knowledge.models import DEFAULT_REFRESH_INTERVAL, KnowledgeChunk, KnowledgeDocument
-from apps.knowledge.search import unindex_chunks
+from apps.knowledge.search.fts import unindex_chunks
 from apps.knowledge.selectors import document_get
 from apps.knowledge.uploads import too_large_message
 from apps.workspaces.audit import audit_diff, audit_record
