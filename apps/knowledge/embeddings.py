@@ -329,10 +329,16 @@ def passage_summary(windows: np.ndarray) -> np.ndarray:
 
 
 def best_window_scores(query: np.ndarray, stored: list[bytes]) -> np.ndarray:
-    """Each stored passage's best cosine similarity over its windows."""
-    return np.array(
-        [float(np.max(from_windows(data) @ query)) for data in stored], dtype=np.float32
-    )
+    """Each stored passage's best cosine similarity over its windows: every window of every
+    passage converted and multiplied at once, then the best of each passage's run of rows
+    (one conversion and product for a search's 100 passages instead of one each: 16,000
+    small numpy calls per 150 searches before)."""
+    if not stored:
+        return np.zeros(0, dtype=np.float32)
+    windows = from_windows(b"".join(stored))
+    counts = np.fromiter((len(data) for data in stored), dtype=np.int64, count=len(stored))
+    starts = np.concatenate(([0], np.cumsum(counts // (2 * DIMENSIONS))[:-1]))
+    return np.maximum.reduceat(windows @ query, starts).astype(np.float32)
 
 
 def release_memory() -> None:

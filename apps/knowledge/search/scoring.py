@@ -51,6 +51,8 @@ def score_candidates(
 ) -> list[Scored]:
     """The chosen passages still searchable, scored; `held_words(row)` says which query terms
     a row holds. A passage the semantic half did not list gets its similarity computed here."""
+    if vector is not None:
+        similarities = {**similarities, **_missing_similarities(chosen, rows, similarities, vector)}
     scored = []
     for place, chunk_id in enumerate(chosen):
         row = rows.get(chunk_id)
@@ -58,9 +60,6 @@ def score_candidates(
             continue
         covered = relevance.coverage(weights=weights, held=held_words(row))
         similarity = similarities.get(chunk_id)
-        stored, made_by = row[10], row[11]
-        if similarity is None and vector is not None and stored and embeddings.comparable(made_by):
-            similarity = float(embeddings.best_window_scores(vector, [bytes(stored)])[0])
         score = relevance.score(
             coverage=covered, similarity=similarity if vector is not None else None, script=script
         )
@@ -77,6 +76,25 @@ def score_candidates(
             Scored(place, chunk_id, row, covered, similarity, score, ordered_by, contents)
         )
     return scored
+
+
+def _missing_similarities(
+    chosen: list[int], rows: dict[int, tuple], known: dict[int, float], vector: np.ndarray
+) -> dict[int, float]:
+    """The similarity of the chosen passages the semantic half did not list (found by keyword
+    alone), from their stored windows when the current model made them: in one product."""
+    missing = [
+        chunk_id
+        for chunk_id in chosen
+        if chunk_id not in known
+        and (row := rows.get(chunk_id)) is not None
+        and row[10]
+        and embeddings.comparable(row[11])
+    ]
+    scores = embeddings.best_window_scores(
+        vector, [bytes(rows[chunk_id][10]) for chunk_id in missing]
+    )
+    return {chunk_id: float(value) for chunk_id, value in zip(missing, scores, strict=True)}
 
 
 def in_mode_order(scored: list[Scored], *, mode: str) -> list[Scored]:
