@@ -145,10 +145,11 @@ def dump_calib(out) -> None:
     agents = list(Agent.objects.filter(workspace__name="Knowledge calibration").order_by("name"))
     documents = calibration.documents_held(agents, paraphrase)
     queries = calibration.calibration_queries(agents, documents, paraphrase, random.Random(7), 4)
-    for side, query, expected, kind in queries:
+    for side, query, answers, kind in queries:
+        expected = min(answers) if answers else None  # a generated query has one answer
         record = _record(agents[side], query, set="calib", kind=kind, expected=expected)
         for candidate in record["candidates"]:
-            candidate["answer"] = candidate["chunk_id"] == expected
+            candidate["answer"] = answers is not None and candidate["chunk_id"] in answers
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
