@@ -69,12 +69,14 @@ def _record(agent, query: str, **extra) -> dict:
 
     from apps.common import lexical
     from apps.knowledge import relevance, search
+    from apps.knowledge.search import keyword
+    from apps.knowledge.search import state as search_state
 
-    state = search._agent_state(agent.pk)
+    state = search_state.agent_state(agent.pk)
     parsed = lexical.parse_query(query)
     words, chunk_count = [], 0
     if not parsed.is_empty:
-        terms = search._query_terms(agent_id=agent.pk, words=parsed.words, configs=state.configs)
+        terms = keyword.query_terms(agent_id=agent.pk, words=parsed.words, configs=state.configs)
         chunk_count = terms.chunk_count
         with connection.cursor() as cursor:
             cursor.execute(
@@ -144,10 +146,11 @@ def dump_calib(out) -> None:
     agents = list(Agent.objects.filter(workspace__name="Knowledge calibration").order_by("name"))
     documents = calibration.documents_held(agents, paraphrase)
     queries = calibration.calibration_queries(agents, documents, paraphrase, random.Random(7), 4)
-    for side, query, expected, kind in queries:
+    for side, query, answers, kind in queries:
+        expected = min(answers) if answers else None  # a generated query has one answer
         record = _record(agents[side], query, set="calib", kind=kind, expected=expected)
         for candidate in record["candidates"]:
-            candidate["answer"] = candidate["chunk_id"] == expected
+            candidate["answer"] = answers is not None and candidate["chunk_id"] in answers
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

@@ -14,6 +14,12 @@ Data generated here, from documents, not from any relevance benchmark's question
    documents, the paraphrase questions asked of the second Agent (which holds none of their
    documents: user questions with no answer there), and UNRELATED questions in several
    languages and scripts.
+   With --cross-language, the questions of the cross-language set too (the patterns set of
+   benchmarks/relevance/ written in a language other than English: two or more documents per
+   script, and unrelated questions in those scripts): answerable by the Agent holding their
+   document (any of its passages holding an answer, judged as the relevance benchmark judges),
+   unanswerable by the other. The patterns set then no longer judges the curves it fitted; the
+   main and held-out sets still do.
 4. Every query is searched in hybrid mode (limit 10, no threshold). An answer found is a
    positive example (its coverage and similarity); every passage returned for an unanswerable
    query is a negative one. Logistic curves are fitted (Newton's method, classes weighed
@@ -131,12 +137,13 @@ def calibration_queries(
     paraphrase: dict,
     rng: random.Random,
     per_document: int,
-) -> list[tuple[int, str, int | None, str]]:
-    """(agent index, query, expected chunk id or None, kind) for every query of the calibration
-    (the module's docstring), sentences drawn with `rng`."""
+    cross_language: bool = False,
+) -> list[tuple[int, str, frozenset[int] | None, str]]:
+    """(agent index, query, the chunk ids that answer it or None, kind) for every query of the
+    calibration (the module's docstring), sentences drawn with `rng`."""
     from apps.knowledge.models import KnowledgeChunk
 
-    queries: list[tuple[int, str, int | None, str]] = []
+    queries: list[tuple[int, str, frozenset[int] | None, str]] = []
     for side in (0, 1):
         for document_id in documents[side]:
             chunks = list(
@@ -147,7 +154,7 @@ def calibration_queries(
             candidates = [(pk, s) for pk, text in chunks for s in _sentences(text)]
             for pk, sentence in rng.sample(candidates, min(per_document, len(candidates))):
                 for query, kind in ((sentence, "sentence"), (_drop_half(sentence, rng), "half")):
-                    queries.append((side, query, pk, kind))
+                    queries.append((side, query, frozenset({pk}), kind))
                     queries.append((1 - side, query, None, f"other Agent's {kind}"))
     for item in paraphrase["questions"]:
         chunk = (
@@ -156,12 +163,42 @@ def calibration_queries(
             .first()
         )
         if chunk:
-            queries.append((0, item["question"], chunk, "paraphrase"))
+            queries.append((0, item["question"], frozenset({chunk}), "paraphrase"))
             # Left out of the other Agent's documents: the same question, worded like a user's,
             # has no answer there (leave-documents-out).
             queries.append((1, item["question"], None, "other Agent's question"))
     for side in (0, 1):
         queries += [(side, question, None, "unrelated") for question in UNRELATED]
+    if cross_language:
+        queries += cross_language_queries(agents)
+    return queries
+
+
+def cross_language_queries(agents: list) -> list[tuple[int, str, frozenset[int] | None, str]]:
+    """The cross-language set's questions (the module's docstring, --cross-language)."""
+    from apps.knowledge.models import KnowledgeChunk
+    from benchmarks.knowledge_relevance import load_set, normalise
+
+    queries: list[tuple[int, str, frozenset[int] | None, str]] = []
+    for item in load_set("patterns")["questions"]:
+        if item.get("lang", "en") == "en":
+            continue
+        if item["kind"] == "no_answer":
+            queries += [(side, item["question"], None, "script unrelated") for side in (0, 1)]
+            continue
+        names = [Path(path).name for path in item["documents"]]
+        answers = [normalise(answer) for answer in item["answers"]]
+        for side, agent in enumerate(agents):
+            chunks = KnowledgeChunk.objects.filter(
+                agent=agent, document__name__in=names, is_searchable=True
+            ).values_list("pk", "text")
+            expected = frozenset(
+                pk for pk, text in chunks if any(answer in normalise(text) for answer in answers)
+            )
+            if expected:
+                queries.append((side, item["question"], expected, "script question"))
+                queries.append((1 - side, item["question"], None, "other Agent's script question"))
+                break
     return queries
 
 
@@ -171,6 +208,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--reuse", action="store_true", help="search the Agents an earlier run ingested"
+    )
+    parser.add_argument(
+        "--cross-language",
+        action="store_true",
+        help="fit on the cross-language set's questions too (the patterns set's non-English ones)",
     )
     args = parser.parse_args()
     _prepare_environment()
@@ -182,7 +224,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from apps.common.errors import ServiceError
-    from apps.knowledge import embeddings, pipeline, relevance, services
+    from apps.knowledge import embedding_jobs, pipeline, relevance, services
     from apps.knowledge.search import search_chunks
     from apps.workspaces.models import Agent, Workspace
 
@@ -214,7 +256,7 @@ def main() -> None:
             return None
         if pipeline.document_ingest(document_id=document.pk) != "ready":
             return None
-        embeddings.document_embed(document_id=document.pk, max_batches=100_000)
+        embedding_jobs.document_embed(document_id=document.pk, max_batches=100_000)
         return document.pk
 
     documents: list[list[str]] = [[], []]
@@ -230,7 +272,9 @@ def main() -> None:
             ingest(agents[0], name, markdown.encode())
     print(f"Ingested {len(documents[0])} + {len(documents[1])} corpus documents.")
 
-    queries = calibration_queries(agents, documents, paraphrase, rng, args.per_document)
+    queries = calibration_queries(
+        agents, documents, paraphrase, rng, args.per_document, cross_language=args.cross_language
+    )
 
     positives: list[tuple[float, float, str, str]] = []
     negatives: list[tuple[float, float, str, str]] = []
@@ -245,7 +289,7 @@ def main() -> None:
         asked[kind] = asked.get(kind, 0) + 1
         if expected is not None:
             for hit, row in zip(hits, rows, strict=True):
-                if hit.chunk_id == expected:
+                if hit.chunk_id in expected:
                     positives.append(row)
                     found[kind] = found.get(kind, 0) + 1
         else:
@@ -300,7 +344,8 @@ def main() -> None:
             kept = {
                 kind: sum(scorer(p) >= threshold for p in positives if p[3] == kind)
                 / max(1, sum(p[3] == kind for p in positives))
-                for kind in ("sentence", "half", "paraphrase")
+                for kind in ("sentence", "half", "paraphrase", "script question")
+                if any(p[3] == kind for p in positives)
             }
             unanswerable = sum(1 for q in queries if q[2] is None)
             heard = sum(max(scorer(row) for row in group) >= threshold for group in groups)

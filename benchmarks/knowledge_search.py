@@ -109,7 +109,7 @@ def main() -> None:
     from django.db import connection
 
     from apps.common.errors import ServiceError
-    from apps.knowledge import embeddings, pipeline, services
+    from apps.knowledge import embedding_jobs, pipeline, services
     from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
     from apps.knowledge.search import MODES
     from apps.workspaces.models import Agent, Workspace
@@ -165,7 +165,7 @@ def main() -> None:
 
     embed_start = time.perf_counter()
     for document_id in by_file.values():
-        embeddings.document_embed(document_id=document_id, max_batches=100_000)
+        embedding_jobs.document_embed(document_id=document_id, max_batches=100_000)
     print(f"Embedded the corpus chunks in {time.perf_counter() - embed_start:.1f} s.")
     for mode in ("keyword", "hybrid"):
         _evaluate(agent, by_file, relevance, "Relevance (corpus only)", mode)
@@ -502,7 +502,7 @@ def _timed_queries(relevance: dict) -> list[tuple[str, str]]:
 def _paraphrase_agent(workspace):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from apps.knowledge import embeddings, pipeline, services
+    from apps.knowledge import embedding_jobs, pipeline, services
     from apps.workspaces.models import Agent
 
     agent = Agent.objects.create(workspace=workspace, name="Paraphrase")
@@ -510,7 +510,7 @@ def _paraphrase_agent(workspace):
         upload = SimpleUploadedFile(name, markdown.encode())
         document = services.document_create_from_upload(agent=agent, upload=upload)
         pipeline.document_ingest(document_id=document.pk)
-        embeddings.document_embed(document_id=document.pk, max_batches=10_000)
+        embedding_jobs.document_embed(document_id=document.pk, max_batches=10_000)
     return agent
 
 

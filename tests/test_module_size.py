@@ -31,8 +31,6 @@ MODULE_EXCEPTIONS = {
     "work (bulk actions move out); split by screen once it lands",
     "apps/activity/selectors.py": "the activity lists and their filters, being changed by the "
     "console work; split by list once it lands",
-    "apps/knowledge/lexical.py": "keyword analysis, being moved to apps/common by the word "
-    "search work",
     "apps/knowledge/search.py": BEING_SPLIT,
     "apps/knowledge/embeddings.py": BEING_SPLIT,
     "apps/knowledge/gaps/services.py": BEING_SPLIT,

@@ -15,7 +15,7 @@ def _hnsw_scans_until_enough(sender, connection, **kwargs) -> None:
 
     # Behind a transaction pooler a session SET would land on one server connection of the
     # pool and not on the next: the search sets it for its own transaction instead
-    # (search.hnsw_scans_until_enough).
+    # (search.semantic.hnsw_scans_until_enough).
     if connection.vendor == "postgresql" and settings.DATABASE_POOLER != "transaction":
         # A pgvector older than 0.8 has no iterative scans: it keeps its default.
         with connection.cursor() as cursor, suppress(DatabaseError):

@@ -29,7 +29,7 @@ from django.utils import timezone
 from apps.common import metrics
 from apps.common.http import FetchError, fetch
 from apps.common.lexical import detect_language, index_text, passage_config
-from apps.knowledge import embeddings
+from apps.knowledge import embedding_jobs
 from apps.knowledge.extraction import (
     ExtractionFailed,
     UnsupportedType,
@@ -38,7 +38,7 @@ from apps.knowledge.extraction import (
     extract_bounded,
 )
 from apps.knowledge.models import KnowledgeChunk, KnowledgeContentVersion, KnowledgeDocument
-from apps.knowledge.search import index_chunks, unindex_chunks
+from apps.knowledge.search.fts import index_chunks, unindex_chunks
 from apps.knowledge.services import enqueue_after_commit, next_refresh_time
 from apps.workspaces.models import Agent
 
@@ -392,7 +392,7 @@ def document_refresh(*, document_id: str) -> str:
             fields += ["current_version", "kind", "status", "error_message", "character_count"]
             fields += ["last_synced_at", *SEARCH_FIELDS]
             if old_version_id is not None and document.current_version_id is not None:
-                embeddings.carry_over(
+                embedding_jobs.carry_over(
                     document=document,
                     old_version_id=old_version_id,
                     new_version_id=document.current_version_id,

@@ -9,7 +9,7 @@ older code; this is the safety net, in bounded batches. A version has no file of
 from __future__ import annotations
 
 from apps.knowledge.models import KnowledgeContentVersion, KnowledgeDocument
-from apps.knowledge.search import unindex_chunks
+from apps.knowledge.search.fts import unindex_chunks
 
 
 def versions_prune_superseded(*, batch_size: int = 50) -> int:

@@ -4,7 +4,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from apps.knowledge import embeddings, pipeline
+from apps.knowledge import embedding_jobs, embeddings, pipeline
 from apps.knowledge.models import KnowledgeDocument
 
 
@@ -33,11 +33,11 @@ def embed(document_id: str) -> str:
     time limit strike all the same (a slow model load on a starved CPU), the run hands over
     instead of failing."""
     try:
-        outcome = embeddings.document_embed(
+        outcome = embedding_jobs.document_embed(
             document_id=document_id, budget_seconds=settings.KNOWLEDGE_EMBED_TASK_SECONDS
         )
     except SoftTimeLimitExceeded:
-        embeddings.document_embed_release(document_id=document_id)
+        embedding_jobs.document_embed_release(document_id=document_id)
         outcome = "more"
     finally:
         embeddings.release_memory()
@@ -60,7 +60,7 @@ def _follow_up(document_id: str, outcome: str) -> None:
             .first()
         )
         embed.apply_async(
-            args=[document_id], countdown=embeddings.retry_delay(failures or 1), retry=False
+            args=[document_id], countdown=embedding_jobs.retry_delay(failures or 1), retry=False
         )
 
 
@@ -76,4 +76,4 @@ def recover_stalled() -> int:
 
 @shared_task(name="knowledge.embed_stalled")
 def embed_stalled() -> int:
-    return len(embeddings.documents_embed_stalled())
+    return len(embedding_jobs.documents_embed_stalled())

@@ -65,8 +65,9 @@ SCRIPTS: dict[str, list[str]] = {
                         "database"],
     "json_extraction.py": ["--megabytes", "0.05", "--repeat", "1"],
     "json_extraction.py --ascii": ["--megabytes", "0.05", "--repeat", "1", "--ascii"],
-    # The small corpus split in two Agents, one sentence asked per document.
-    "knowledge_calibration.py": ["--per-document", "1"],
+    # The small corpus split in two Agents, one sentence asked per document, with the
+    # cross-language set's questions about the documents the small corpus holds.
+    "knowledge_calibration.py": ["--per-document", "1", "--cross-language"],
     # Its two Agents' candidates and features, as JSON lines on stdout (the analysis reads
     # such dumps of the relevance and calibration databases).
     "knowledge_abstention_features.py dump": ["dump", "calib", "-"],

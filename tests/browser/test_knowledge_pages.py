@@ -188,7 +188,7 @@ def test_the_document_page_renames_disables_downloads_and_deletes(console_page, 
 def test_the_document_page_searches_that_document_alone_and_explains_each_hit(
     console_page, agent, media_root
 ):
-    from apps.knowledge import embeddings
+    from apps.knowledge import embedding_jobs
 
     page = console_page
     kettles = make_file_document(
@@ -201,7 +201,7 @@ def test_the_document_page_searches_that_document_alone_and_explains_each_hit(
         agent, b"# Toasters\n\nToasters carry a one-year warranty.\n", "toasters.md"
     )
     for document in (kettles, toasters):
-        embeddings.document_embed(document_id=document.pk, max_batches=100)
+        embedding_jobs.document_embed(document_id=document.pk, max_batches=100)
     page.goto(f"{page.live_server_url}/knowledge/{kettles.pk}/")
     box = page.locator("#document-search")
     expect(box.locator("#search-min-score")).to_have_value("0.2")  # the calibrated default

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.knowledge import embeddings, tasks
+from apps.knowledge import embedding_jobs, embeddings, tasks
 from apps.knowledge.models import KnowledgeDocument
 from tests.knowledge.conftest import make_file_document
 from tests.workers import WorkerProcess, purge_test_queues, wait_for
@@ -54,7 +54,7 @@ def test_indexing_says_how_many_passages_are_searchable_by_meaning(api, agent):
     assert body["model"] == embeddings.model_name()
     assert (body["retry_at"], body["error_message"]) == (None, None)
 
-    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
     body = indexing(api, document.pk)
     assert body["embedded"] == body["passages"]
     assert body["state"] == "done"
@@ -73,7 +73,7 @@ def test_a_processing_document_is_waiting_and_a_held_one_running(api, agent):
     )
     assert indexing(api, document.pk)["state"] == "running"
     # A second run finds it held and leaves it to the first.
-    assert embeddings.document_embed(document_id=document.pk) == "busy"
+    assert embedding_jobs.document_embed(document_id=document.pk) == "busy"
     KnowledgeDocument.objects.filter(pk=document.pk).update(
         embedding_claimed_until=timezone.now() - timedelta(seconds=1)
     )
@@ -105,7 +105,7 @@ def test_a_failed_batch_is_retrying_with_its_error_and_time_on_api_and_page(
 ):
     document = make_file_document(agent, POLICY.encode(), "policy.md")
     before = timezone.now()
-    assert embeddings.document_embed(document_id=document.pk) == "retry"
+    assert embedding_jobs.document_embed(document_id=document.pk) == "retry"
     body = indexing(api, document.pk)
     assert body["state"] == "retrying"
     assert "model" in body["error_message"]
@@ -113,7 +113,7 @@ def test_a_failed_batch_is_retrying_with_its_error_and_time_on_api_and_page(
     assert timedelta(seconds=9) <= retry_at - before <= timedelta(seconds=12)
     assert body["retry_at"].endswith("Z")
     # The next failure waits twice as long.
-    assert embeddings.document_embed(document_id=document.pk) == "retry"
+    assert embedding_jobs.document_embed(document_id=document.pk) == "retry"
     document.refresh_from_db()
     assert document.embedding_failures == 2
     assert document.embedding_retry_at - timezone.now() > timedelta(seconds=15)
@@ -127,7 +127,7 @@ def test_a_failed_batch_is_retrying_with_its_error_and_time_on_api_and_page(
     # The model is back: the next run embeds everything and clears the error.
     settings.KNOWLEDGE_EMBEDDING_MODEL = ""
     embeddings._model.cache_clear()
-    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
     body = indexing(api, document.pk)
     assert (body["state"], body["retry_at"], body["error_message"]) == ("done", None, None)
 

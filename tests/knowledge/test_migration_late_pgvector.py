@@ -5,7 +5,7 @@ import importlib
 import pytest
 from django.db import connection
 
-from apps.knowledge import embeddings
+from apps.knowledge import embedding_jobs, embeddings
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
 from tests.knowledge.conftest import make_file_document
 
@@ -29,7 +29,7 @@ def test_a_late_pgvector_gets_its_column_and_the_chunks_are_embedded_again(agent
         if cursor.fetchone() is None:
             pytest.skip("pgvector is not installed on this PostgreSQL server")
     document = make_file_document(agent, b"# Refunds\n\nA refund is paid in 14 days.\n", "r.md")
-    assert embeddings.document_embed(document_id=document.pk, max_batches=10) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=10) == "done"
     # The database as 0003 left it on a server that had no pgvector then.
     with connection.cursor() as cursor:
         cursor.execute("DROP INDEX knowledge_chunk_vector")
@@ -42,7 +42,7 @@ def test_a_late_pgvector_gets_its_column_and_the_chunks_are_embedded_again(agent
         document.refresh_from_db()
         assert document.embedded_chunk_count == 0  # the embedding sweep redoes them
         assert not KnowledgeChunk.objects.filter(embedding__isnull=False).exists()
-        assert embeddings.document_embed(document_id=document.pk, max_batches=10) == "done"
+        assert embedding_jobs.document_embed(document_id=document.pk, max_batches=10) == "done"
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM knowledge_chunk WHERE embedding_vector IS NOT NULL"

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from apps.knowledge import embeddings
+from apps.knowledge import embedding_jobs
 from apps.knowledge.models import KnowledgeDocument
 from tests.knowledge.conftest import make_file_document, upload
 
@@ -130,7 +130,7 @@ def test_row_of_settled_document_stops_polling(console, document):
     response = console.get(reverse("knowledge:document_row", args=[document.pk]), headers=HX)
     assert response.status_code == 200
     assert "Embedding 0/" in response.content.decode()
-    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
     response = console.get(reverse("knowledge:document_row", args=[document.pk]), headers=HX)
     assert response.status_code == 286
     html = response.content.decode()

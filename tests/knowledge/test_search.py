@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.common.lexical import fts5_expression
-from apps.knowledge.search import render_snippet, snippet_text
+from apps.knowledge.search.snippets import render_snippet, snippet_text
 from tests.knowledge.conftest import make_file_document
 
 HIT_KEYS = {
@@ -230,7 +230,7 @@ def test_snippet_text_keeps_the_words_of_markdown(markdown, text):
 
 @pytest.mark.smoke
 def test_a_search_restricted_to_one_document_finds_only_its_passages(agent):
-    from apps.knowledge import embeddings, search
+    from apps.knowledge import embedding_jobs, search
     from apps.knowledge.services import document_update
 
     kettles = make_file_document(
@@ -240,7 +240,7 @@ def test_a_search_restricted_to_one_document_finds_only_its_passages(agent):
         agent, b"# Toasters\n\nToasters carry a one-year warranty.\n", "toasters.md"
     )
     for document in (kettles, toasters):
-        assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+        assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
 
     def names(**kwargs) -> list[str]:
         hits = search.search_chunks(agent=agent, query="warranty", limit=10, **kwargs)

@@ -12,8 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from apps.common import lexical
-from apps.knowledge import embeddings, pipeline, search, services
+from apps.knowledge import embedding_jobs, embeddings, pipeline, search, services
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
+from apps.knowledge.search import scoring
 from tests.knowledge.conftest import make_file_document
 
 PARAPHRASE = json.loads(
@@ -40,7 +41,7 @@ def headings(hits) -> list[str]:
 
 
 def embed_all(document) -> None:
-    assert embeddings.document_embed(document_id=document.pk, max_batches=1000) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=1000) == "done"
     document.refresh_from_db()
 
 
@@ -124,7 +125,7 @@ def test_embedding_runs_in_bounded_batches_and_records_progress(agent, settings)
     document = make_file_document(agent, markdown.encode(), "handbook.md")
     total = document.chunk_count
     assert total >= 8
-    assert embeddings.document_embed(document_id=document.pk, max_batches=1) == "more"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=1) == "more"
     document.refresh_from_db()
     assert document.embedded_chunk_count == 3
     assert KnowledgeChunk.objects.filter(document=document, embedding__isnull=False).count() == 3
@@ -140,8 +141,8 @@ def test_embedding_runs_in_bounded_batches_and_records_progress(agent, settings)
 
 def test_embedding_of_a_deleted_or_unready_document_is_obsolete(agent):
     pending = make_file_document(agent, ENGLISH.encode(), "returns.md", ingest=False)
-    assert embeddings.document_embed(document_id=pending.pk) == "obsolete"
-    assert embeddings.document_embed(document_id="doc_missing") == "obsolete"
+    assert embedding_jobs.document_embed(document_id=pending.pk) == "obsolete"
+    assert embedding_jobs.document_embed(document_id="doc_missing") == "obsolete"
 
 
 def test_semantic_mode_finds_a_paraphrase_that_keywords_miss(agent):
@@ -191,7 +192,7 @@ def test_refresh_reembeds_only_chunks_whose_text_changed(agent, page_server, loo
     assert all(chunk.embedding is None for chunk in fresh)
     assert document.embedded_chunk_count == len(kept)
     assert document.chunk_count == len(chunks)
-    assert embeddings.document_embed(document_id=document.pk) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk) == "done"
     document.refresh_from_db()
     assert document.embedded_chunk_count == len(chunks)
 
@@ -200,7 +201,7 @@ def test_refresh_reembeds_only_chunks_whose_text_changed(agent, page_server, loo
 
 
 def test_reciprocal_rank_fusion_rewards_agreement():
-    fused = search.reciprocal_rank_fusion([[1, 2, 3], [3, 4]])
+    fused = scoring.reciprocal_rank_fusion([[1, 2, 3], [3, 4]])
     assert max(fused, key=fused.__getitem__) == 3
     assert fused[1] > fused[2] == fused[4]
 
@@ -313,9 +314,9 @@ def test_stalled_embedding_is_queued_again_and_live_work_is_left_alone(agent):
     document = make_file_document(agent, ENGLISH.encode(), "returns.md")
     done = make_file_document(agent, FRENCH.encode(), "livraison.md")
     embed_all(done)
-    assert embeddings.documents_embed_stalled() == []  # just ingested: not stalled yet
-    with time_machine.travel(timezone.now() + embeddings.EMBED_STALL * 2):
-        assert embeddings.documents_embed_stalled() == [document.pk]
+    assert embedding_jobs.documents_embed_stalled() == []  # just ingested: not stalled yet
+    with time_machine.travel(timezone.now() + embedding_jobs.EMBED_STALL * 2):
+        assert embedding_jobs.documents_embed_stalled() == [document.pk]
 
 
 # --- pgvector -------------------------------------------------------------------------------------

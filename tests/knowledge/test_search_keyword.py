@@ -9,6 +9,7 @@ from django.db import connection
 from apps.common import lexical
 from apps.knowledge import search, services
 from apps.knowledge.models import KnowledgeChunk, KnowledgeTerm, KnowledgeTermTotal
+from apps.knowledge.search import keyword as search_keyword
 from tests.knowledge.conftest import make_file_document
 
 HANDBOOK = """# Handbook
@@ -196,8 +197,8 @@ def test_a_rare_word_is_found_among_many_chunks_of_a_common_one(agent, monkeypat
     """Past the exact budget a common word is sampled, but every chunk holding a rarer query
     word is ranked: the one that holds both comes first."""
     needs_postgres()
-    monkeypatch.setattr(search, "KEYWORD_EXACT_BUDGET", 5)
-    monkeypatch.setattr(search, "KEYWORD_CANDIDATE_CAP", 3)
+    monkeypatch.setattr(search_keyword, "KEYWORD_EXACT_BUDGET", 5)
+    monkeypatch.setattr(search_keyword, "KEYWORD_CANDIDATE_CAP", 3)
     common = "\n\n".join(f"# Part {n}\n\nThe service desk answers call {n}." for n in range(40))
     make_file_document(
         agent, (common + "\n\n# Zeppelin\n\nThe zeppelin service flies daily.").encode(), "s.md"

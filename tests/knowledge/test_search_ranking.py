@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from apps.knowledge import embeddings, relevance
+from apps.knowledge import embedding_jobs, relevance
 from tests.knowledge.conftest import make_file_document
 
 HIT_FIELDS = {
@@ -74,7 +74,7 @@ def search_api(api, query: str, **extra):
 @pytest.fixture
 def handbook(agent):
     document = make_file_document(agent, HANDBOOK.encode(), "handbook.md")
-    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
     return document
 
 
@@ -151,7 +151,7 @@ LIBRARY = (
 
 def test_an_unrelated_arabic_question_made_of_common_words_gets_nothing(api, agent):
     document = make_file_document(agent, LIBRARY.encode(), "library.md")
-    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
     # Shares only common words with the passage ("ما هي", "من", "إلى", "في", "هل").
     unrelated = "ما هي أفضل طريقة للسفر من المطار إلى الفندق في دبي؟ هل هي رخيصة؟"
     for mode in ("keyword", "hybrid", "semantic"):

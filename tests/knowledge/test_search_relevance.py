@@ -7,8 +7,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from apps.knowledge import embeddings, relevance, search
+from apps.knowledge import embedding_jobs, relevance, search
 from apps.knowledge.models import KnowledgeChunk
+from apps.knowledge.search import snippets
 from tests.knowledge.conftest import make_file_document
 
 POLICY = """# Returns
@@ -40,7 +41,7 @@ def search_api(api, query: str, **extra):
 @pytest.fixture
 def policy(agent):
     document = make_file_document(agent, POLICY.encode(), "policy.md")
-    assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
     return document
 
 
@@ -87,7 +88,7 @@ FOREIGN = [
 def test_an_unrelated_question_in_a_documents_own_language_gets_nothing(api, agent):
     for name, text, _, _ in FOREIGN:
         document = make_file_document(agent, text.encode(), name)
-        assert embeddings.document_embed(document_id=document.pk, max_batches=100) == "done"
+        assert embedding_jobs.document_embed(document_id=document.pk, max_batches=100) == "done"
     for name, _, answerable, unrelated in FOREIGN:
         for mode in ("hybrid", "semantic"):
             assert search_api(api, unrelated, mode=mode) == [], (mode, unrelated)
@@ -122,7 +123,7 @@ def test_a_latin_script_query_in_another_language_is_scored_by_the_words_it_shar
 def test_scores_share_one_scale_across_modes(agent):
     make_file_document(agent, POLICY.encode(), "policy.md")
     document = agent.knowledge_documents.get()
-    embeddings.document_embed(document_id=document.pk, max_batches=100)
+    embedding_jobs.document_embed(document_id=document.pk, max_batches=100)
     for mode in search.MODES:
         hits = search.search_chunks(
             agent=agent, query="refund card fourteen days", limit=3, mode=mode
@@ -167,7 +168,7 @@ def test_a_table_snippet_is_the_matching_row_under_its_header(api, agent):
     (hit,) = search_api(api, "card refund", limit=1)
     assert hit["snippet"].startswith("method: <mark>card</mark> <mark>refund</mark>")
     assert "delay: fourteen days · fee: free" in hit["snippet"]
-    assert search.table_snippet("no table here", marked=set()) is None
+    assert snippets.table_snippet("no table here", marked=set()) is None
 
 
 def test_console_retrieval_test_abstains_by_default_and_explains_its_hits(owner, agent, policy):

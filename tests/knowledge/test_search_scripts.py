@@ -17,7 +17,7 @@ import io
 
 import pytest
 
-from apps.knowledge import embeddings
+from apps.knowledge import embedding_jobs
 from tests.knowledge.conftest import corpus_file, make_file_document
 
 LANGUAGES = [
@@ -92,7 +92,7 @@ def scripts_agent(agent):
     for data, name in documents:
         document = make_file_document(agent, data, name)
         assert document.status == "ready", (name, document.error_message)
-        assert embeddings.document_embed(document_id=document.pk, max_batches=200) == "done"
+        assert embedding_jobs.document_embed(document_id=document.pk, max_batches=200) == "done"
     return agent
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.knowledge import embeddings, search
+from apps.knowledge import embedding_jobs, embeddings, search
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
 from tests.knowledge.conftest import make_file_document
 
@@ -27,7 +27,7 @@ LONG = (
 
 
 def embed_all(document) -> None:
-    assert embeddings.document_embed(document_id=document.pk, max_batches=1000) == "done"
+    assert embedding_jobs.document_embed(document_id=document.pk, max_batches=1000) == "done"
 
 
 def test_a_long_passage_is_embedded_as_overlapping_windows_covering_every_word(settings):
@@ -80,12 +80,12 @@ def test_reembed_replaces_vectors_made_otherwise_and_keeps_progress(agent):
         KnowledgeChunk.objects.filter(pk=chunk.pk).update(
             embedding=first.astype("<f2").tobytes(), embedding_model=None
         )
-    assert embeddings.chunks_to_reembed() == 2
+    assert embedding_jobs.chunks_to_reembed() == 2
     out, err = io.StringIO(), io.StringIO()
     call_command("knowledge_reembed", stdout=out, stderr=err)
     assert "Re-embedded 2 chunks" in out.getvalue()
     assert "2/2 chunks" in err.getvalue()
-    assert embeddings.chunks_to_reembed() == 0
+    assert embedding_jobs.chunks_to_reembed() == 0
     chunk = KnowledgeChunk.objects.get(document=document)
     assert embeddings.from_windows(bytes(chunk.embedding)).shape[0] >= 3
     assert KnowledgeDocument.objects.get(pk=document.pk).embedded_chunk_count == 1

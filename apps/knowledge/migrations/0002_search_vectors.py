@@ -7,7 +7,7 @@ parser would otherwise take `<!DOCTYPE html>` or `<div>` in a code block for mar
 the words inside.
 
 SQLite (the embedded default): an FTS5 table whose rowid is the chunk id, kept in sync by
-apps.knowledge.search.index_chunks / unindex_chunks.
+apps.knowledge.search.fts.index_chunks / unindex_chunks.
 """
 
 from django.db import migrations

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from apps.common.errors import BadRequest, Conflict
 from apps.knowledge.models import KnowledgeChunk, KnowledgeDocument
-from apps.knowledge.search import unindex_chunks
+from apps.knowledge.search.fts import unindex_chunks
 from apps.knowledge.selectors import document_get
 from apps.knowledge.services.common import (
     RefreshStatus,

@@ -5,7 +5,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.knowledge import embeddings
+from apps.knowledge import embedding_jobs, embeddings
 
 
 class Command(BaseCommand):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         if options["batch_size"] is not None and options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
-        total = embeddings.chunks_to_reembed()
+        total = embedding_jobs.chunks_to_reembed()
         if not total:
             self.stdout.write(f"Every embedded chunk is up to date ({embeddings.embedding_key()}).")
             return
@@ -46,7 +46,7 @@ class Command(BaseCommand):
             elif done == total or done % 500 < (options["batch_size"] or 4):
                 self.stderr.write(line)
 
-        done = embeddings.chunks_reembed(batch_size=options["batch_size"], progress=progress)
+        done = embedding_jobs.chunks_reembed(batch_size=options["batch_size"], progress=progress)
         if interactive:
             self.stderr.write("")
         self.stdout.write(f"Re-embedded {done:,} chunks in {time.monotonic() - started:.1f} s.")
