@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from apps.activity.models import RunStep
-from apps.knowledge.gaps import feedback, selectors, services
+from apps.knowledge.gaps import feedback, resolution, selectors, services
 from apps.knowledge.gaps.models import (
     KnowledgeDocumentRetrieval,
     KnowledgeGap,
@@ -152,7 +152,7 @@ def test_a_resolved_group_asked_again_opens_again(writer, agent):
     ask(writer, "run_0", "Is my laptop still under guarantee after 18 months?")
     sweep()
     (gap,) = KnowledgeGap.objects.filter(agent=agent)
-    services.gap_resolve(agent=agent, gap_id=gap.pk)
+    resolution.gap_resolve(agent=agent, gap_id=gap.pk)
     gap.refresh_from_db()
     assert gap.status == "resolved" and gap.resolved_at is not None
     later = (timezone.now() + timedelta(minutes=1)).isoformat()
@@ -171,11 +171,11 @@ def test_resolving_twice_is_a_conflict_and_another_agents_group_is_not_found(
     ask(writer, "run_0", "pet policy")
     sweep()
     (gap,) = KnowledgeGap.objects.filter(agent=agent)
-    services.gap_resolve(agent=agent, gap_id=gap.pk)
+    resolution.gap_resolve(agent=agent, gap_id=gap.pk)
     with pytest.raises(Conflict):
-        services.gap_resolve(agent=agent, gap_id=gap.pk)
+        resolution.gap_resolve(agent=agent, gap_id=gap.pk)
     with pytest.raises(NotFound):
-        services.gap_reopen(agent=other_agent, gap_id=gap.pk)
+        resolution.gap_reopen(agent=other_agent, gap_id=gap.pk)
     gap.refresh_from_db()
     assert gap.status == "resolved"
 

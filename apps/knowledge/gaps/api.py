@@ -10,7 +10,7 @@ from rest_framework import serializers
 from apps.api.pagination import PAGE_PARAMETERS
 from apps.api.serializers import list_envelope
 from apps.api.views import json_response, require_no_body_fields
-from apps.knowledge.gaps import selectors, services
+from apps.knowledge.gaps import resolution, selectors
 from apps.knowledge.gaps.rendering import gap_detail_out, gap_out
 from apps.workspaces.viewsets import AgentViewSet
 
@@ -158,7 +158,7 @@ class KnowledgeGapViewSet(AgentViewSet):
     )
     def resolve(self, request, id: str, agent_id: str | None = None):
         require_no_body_fields(request)
-        gap = services.gap_resolve(agent=self.agent, gap_id=id)
+        gap = resolution.gap_resolve(agent=self.agent, gap_id=id)
         return json_response(gap_out(selectors.gap_get(agent=self.agent, gap_id=gap.pk)))
 
     @extend_schema(
@@ -170,5 +170,5 @@ class KnowledgeGapViewSet(AgentViewSet):
     )
     def reopen(self, request, id: str, agent_id: str | None = None):
         require_no_body_fields(request)
-        gap = services.gap_reopen(agent=self.agent, gap_id=id)
+        gap = resolution.gap_reopen(agent=self.agent, gap_id=id)
         return json_response(gap_out(selectors.gap_get(agent=self.agent, gap_id=gap.pk)))

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.common.errors import ServiceError
 from apps.common.keyset import paginate
 from apps.common.sorting import sorted_list
-from apps.knowledge.gaps import selectors, services
+from apps.knowledge.gaps import resolution, selectors, services
 from apps.knowledge.gaps.models import KnowledgeGap
 from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 from apps.workspaces.console import (
@@ -85,7 +85,7 @@ def _back(request: ConsoleRequest, gap_id: str) -> HttpResponse:
 @console_view
 def gap_resolve(request: ConsoleRequest, gap_id: str) -> HttpResponse:
     try:
-        gap = services.gap_resolve(agent=request.agent, gap_id=gap_id)
+        gap = resolution.gap_resolve(agent=request.agent, gap_id=gap_id)
     except ServiceError as exc:
         if exc.status == 404:
             raise
@@ -101,7 +101,7 @@ def gap_resolve(request: ConsoleRequest, gap_id: str) -> HttpResponse:
 @console_view
 def gap_reopen(request: ConsoleRequest, gap_id: str) -> HttpResponse:
     try:
-        gap = services.gap_reopen(agent=request.agent, gap_id=gap_id)
+        gap = resolution.gap_reopen(agent=request.agent, gap_id=gap_id)
     except ServiceError as exc:
         if exc.status == 404:
             raise
