@@ -2,6 +2,11 @@
 SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export UV_LINK_MODE ?= copy
+# Python keeps the bytecode it compiles in __pycache__, whatever the shell says: a test run starts
+# dozens of Python processes (xdist, gunicorn, Celery workers, scripts), and with
+# PYTHONDONTWRITEBYTECODE set each compiled Django and every library from source again (23 s of
+# CPU for a test process to start and collect instead of 8; docs/performance.md).
+export PYTHONDONTWRITEBYTECODE :=
 
 # make test talks to the machine's real services; override to point elsewhere.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/agent_console

@@ -26,6 +26,7 @@ from apps.webhooks import services as webhooks
 from apps.workspaces import services as workspaces
 from apps.workspaces.models import AgentRevision, AuditEvent
 from tests.activity.factories import run_factory
+from tests.api.openapi import generated_document
 from tests.conftest import ApiClient
 from tests.factories import api_key_factory
 from tests.knowledge.gap_helpers import gap_factory
@@ -58,9 +59,7 @@ AGENT_MANAGEMENT = ("", "/archive", "/restore", "/revisions/{revisionId}/restore
 
 
 def write_operations() -> list:
-    from drf_spectacular.generators import SchemaGenerator
-
-    document = SchemaGenerator().get_schema(request=None, public=True)
+    document = generated_document()
     found = []
     for path, item in sorted(document["paths"].items()):
         for method in ("post", "put", "patch", "delete"):

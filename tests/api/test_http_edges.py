@@ -23,11 +23,19 @@ from tests.web_server import GunicornServer
 NINE_MIB = 9 * 1024 * 1024
 
 
-@pytest.fixture
-def web(transactional_db, settings):
-    server = GunicornServer(MEDIA_ROOT=str(settings.MEDIA_ROOT)).start()
+@pytest.fixture(scope="module")
+def gunicorn(django_db_setup, tmp_path_factory):
+    """One gunicorn for the module (each start is about 3 s of CPU): it keeps no state of a
+    test's but its media folder, which every test shares with it (`web`)."""
+    server = GunicornServer(MEDIA_ROOT=str(tmp_path_factory.mktemp("gunicorn-media"))).start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def web(gunicorn, transactional_db, settings):
+    settings.MEDIA_ROOT = gunicorn.env["MEDIA_ROOT"]
+    return gunicorn
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ def _schedule_files(folder: Path) -> dict[str, float]:
     return {path.name: path.stat().st_mtime for path in folder.glob("celerybeat-schedule*")}
 
 
+@pytest.mark.worker  # starts Celery beat, as `make run` does
 def test_beat_writes_its_schedule_under_var_dir(tmp_path: Path) -> None:
     var_dir = tmp_path / "elsewhere"
     env = {

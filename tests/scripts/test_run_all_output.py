@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
@@ -21,6 +23,8 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+# `make run` starts three Celery workers and beat (35 s of CPU): out of `make test-fast`.
+@pytest.mark.worker
 def test_make_run_prints_the_address_once_it_answers_and_the_key_last(tmp_path: Path) -> None:
     """Issue 38, defect 11: the address is printed only once the web process answers (a click
     on it at once works), the sign-in and the once-shown key come after the workers' start-up
