@@ -7,13 +7,15 @@ how many steps (runs), how many failed, their tokens, and a latency histogram
 
 Groups: a step counts under its `name`, its `tool` (tool_name, tool steps) and its `model`
 (model_id, model steps) on the day it started; a run under its `environment` and its `release`
-("" when it has none) on the day it was created. A step's latency is its `duration_ms`, a run's
-its `total_turn_latency_ms`; one without is counted but has no latency.
+("" when it has none) on the day it was created, and under the Overview's groups
+(apps.activity.overview_rollup). A step's latency is its `duration_ms`, a run's its
+`total_turn_latency_ms`; one without is counted but has no latency.
 
 Exact: every write of a step or run adds its contribution as it is now and takes away its
-contribution as it was (`Delta.add(..., sign=-1)`), in the recording's transaction, so the
-rollup always equals the sums over the rows (`rollup_rebuild` recomputes it; a test holds the
-two equal). Rows are split in `ROLLUP_STRIPES` stripes, claimed like the usage rollup's (the
+contribution as it was (`Delta.add(..., sign=-1)`), in the recording's transaction, and the
+retention purge takes away the contributions of the runs and steps it deletes
+(`rows_deleted`), so the rollup always equals the sums over the rows (`rollup_rebuild`
+recomputes it; tests hold the two equal). Rows are split in `ROLLUP_STRIPES` stripes, claimed like the usage rollup's (the
 same advisory locks: a recording holds one stripe of its Agent for both).
 """
 
@@ -22,12 +24,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
 
+from apps.activity import overview_rollup
 from apps.activity.models import Rollup, RollupLatency, Run, RunStep
+from apps.activity.rollup_rebuild import rollup_rebuild_sql
 from apps.api.pagination import unknown_query_refuse
+from apps.common.credits import credits_decimal
 from apps.common.errors import BadRequest
 from apps.common.latency import bucket_of, percentiles
 from apps.usage.models import ROLLUP_STRIPES
@@ -37,8 +43,14 @@ RUN_GROUPS = ("environment", "release")
 GROUPS = STEP_GROUPS + RUN_GROUPS
 TOKENS = ("input_tokens", "output_tokens", "total_tokens")
 # The step and run fields a contribution reads.
-STEP_FIELDS = ("name", "tool_name", "model_id", "status", "duration_ms", "started_at", *TOKENS)
-RUN_FIELDS = ("environment", "release", "status", "total_turn_latency_ms", "created_at", *TOKENS)
+STEP_FIELDS = (
+    "name", "tool_name", "model_id", "status", "duration_ms", "started_at", *TOKENS,
+    "credits_charged",
+)  # fmt: skip
+RUN_FIELDS = (
+    "environment", "release", "status", "total_turn_latency_ms", "created_at", *TOKENS,
+    "credits_charged", *overview_rollup.RUN_FIELDS,
+)  # fmt: skip
 
 
 def _day(moment: datetime) -> date:
@@ -47,11 +59,11 @@ def _day(moment: datetime) -> date:
 
 @dataclass
 class Delta:
-    """Differences to add: {(group, key, day): [count, failed, input, output, total]} and
-    {(group, key, day, bucket): count}."""
+    """Differences to add: {(group, key, day): [count, failed, input, output, total, credits]}
+    and {(group, key, day, bucket): count}."""
 
-    counters: dict[tuple[str, str, date], list[int]] = field(
-        default_factory=lambda: defaultdict(lambda: [0, 0, 0, 0, 0])
+    counters: dict[tuple[str, str, date], list] = field(
+        default_factory=lambda: defaultdict(lambda: [0, 0, 0, 0, 0, Decimal(0)])
     )
     buckets: dict[tuple[str, str, date, int], int] = field(default_factory=lambda: defaultdict(int))
 
@@ -59,15 +71,20 @@ class Delta:
              sign: int) -> None:  # fmt: skip
         failed = 1 if values.get("status") == "failed" else 0
         tokens = [int(values.get(name) or 0) for name in TOKENS]
+        credits = credits_decimal(values.get("credits_charged"))
         bucket = None if latency is None else bucket_of(float(latency))
         for group, key in keys:
-            counter = self.counters[(group, key, day)]
-            counter[0] += sign
-            counter[1] += sign * failed
-            for index, value in enumerate(tokens):
-                counter[2 + index] += sign * value
-            if bucket is not None:
-                self.buckets[(group, key, day, bucket)] += sign
+            self.add_counts(group, key, day, [1, failed, *tokens, credits], bucket, sign)
+
+    def add_counts(self, group: str, key: str, day: date, counts: Sequence, bucket: int | None,
+                   sign: int) -> None:  # fmt: skip
+        """Add `sign` x `counts` (count, failed, tokens..., credits) to one row, and one to its
+        latency `bucket` (None: no latency)."""
+        counter = self.counters[(group, key, day)]
+        for index, value in enumerate(counts):
+            counter[index] += sign * value
+        if bucket is not None:
+            self.buckets[(group, key, day, bucket)] += sign
 
     def add_step(self, values: Mapping, *, sign: int = 1) -> None:
         keys = [("name", str(values["name"])[:255])]
@@ -81,6 +98,7 @@ class Delta:
         keys = [(group, values.get(group) or "") for group in RUN_GROUPS]
         latency = values.get("total_turn_latency_ms")
         self._add(keys, values, _day(values["created_at"]), latency, sign)
+        overview_rollup.run_contribution(self, values, _day(values["created_at"]), sign)
 
     def __bool__(self) -> bool:
         return any(any(values) for values in self.counters.values()) or any(self.buckets.values())
@@ -117,6 +135,19 @@ def steps_stored_values(agent_id: str, ids: list[str]) -> list[dict[str, Any]]:
     return list(RunStep.objects.filter(agent_id=agent_id, id__in=ids).values(*STEP_FIELDS))
 
 
+def rows_deleted(agent_id: str, run_ids: list[str]) -> None:
+    """Take the contributions of the Agent's runs `run_ids` and of their steps away: call in
+    the transaction that deletes them, before it does (the retention purge). Reads the rows
+    it takes away, a batch's runs and their steps, on the indexes by run."""
+    delta = Delta()
+    for run in Run.objects.filter(agent_id=agent_id, id__in=run_ids).values(*RUN_FIELDS):
+        delta.add_run(run, sign=-1)
+    steps = RunStep.objects.filter(agent_id=agent_id, run_id__in=run_ids).values(*STEP_FIELDS)
+    for step in steps.iterator(chunk_size=5000):
+        delta.add_step(step, sign=-1)
+    rollup_apply(agent_id, delta)
+
+
 def _own_stripe() -> int:
     if connection.vendor != "postgresql":
         return 0
@@ -124,8 +155,8 @@ def _own_stripe() -> int:
     return connection.connection.info.backend_pid % ROLLUP_STRIPES
 
 
-def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[str, ...], rows: int,
-                stripe_sql: str) -> str:  # fmt: skip
+def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[tuple[str, str], ...],
+                rows: int, stripe_sql: str) -> str:  # fmt: skip
     """An upsert of `rows` rows of (keys..., counters...) adding the counters, into the stripe
     `stripe_sql` names. Names are the constants of `rollup_apply`, never input."""
     quote = connection.ops.quote_name
@@ -134,11 +165,15 @@ def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[str, ..
     aliases = [f"v{index}" for index in range(width)]
     selected = [f"{alias}::{kind}" for alias, (_name, kind) in zip(aliases, keys, strict=False)]
     selected.insert(len(keys), stripe_sql)
-    selected += [f"{alias}::bigint" for alias in aliases[len(keys) :]]
-    columns = [quote(name) for name, _kind in keys] + ["stripe"] + [quote(c) for c in counters]
+    selected += [
+        f"{alias}::{kind}"
+        for alias, (_name, kind) in zip(aliases[len(keys) :], counters, strict=True)
+    ]
+    columns = [quote(name) for name, _kind in keys + list(counters)]
+    columns.insert(len(keys), "stripe")
     conflict = ", ".join([quote(name) for name, _kind in keys] + ["stripe"])
     additions = ", ".join(
-        f"{quote(c)} = {table}.{quote(c)} + excluded.{quote(c)}" for c in counters
+        f"{quote(c)} = {table}.{quote(c)} + excluded.{quote(c)}" for c, _kind in counters
     )
     return (
         f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(selected)} "  # noqa: S608
@@ -147,7 +182,8 @@ def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[str, ..
     )
 
 
-_COUNTERS = ("count", "failed", *TOKENS)
+_COUNTERS = ("count", "failed", *TOKENS, "credits")
+_COUNTER_KINDS = (*((name, "bigint") for name in _COUNTERS[:-1]), ("credits", "numeric"))
 _KEYS = [("agent_id", "text"), ("group", "text"), ("day", "date"), ("key", "text")]
 
 
@@ -174,13 +210,13 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
         params: list[Any] = [own, ROLLUP_STRIPES, ROLLUP_STRIPES, lock, own]
         stripe_sql = "(SELECT stripe FROM claimed)::smallint"
         if counter_rows:
-            sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTERS, len(counter_rows),
+            sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTER_KINDS, len(counter_rows),
                               stripe_sql)  # fmt: skip
             parts.append(f", counters AS ({sql})")
             params += [value for row in counter_rows for value in row]
         if bucket_rows:
             sql = _insert_sql(RollupLatency._meta.db_table, [*_KEYS, ("bucket", "smallint")],
-                              ("count",), len(bucket_rows), stripe_sql)  # fmt: skip
+                              (("count", "bigint"),), len(bucket_rows), stripe_sql)  # fmt: skip
             parts.append(f", latency AS ({sql})")
             params += [value for row in bucket_rows for value in row]
         parts.append(" SELECT stripe FROM claimed")
@@ -202,10 +238,10 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
             )
             latency.count += value
             latency.save()
-    if any(values[0] < 0 for _key, values in counters):
+    if any(value < 0 for _key, values in counters for value in values):
         Rollup.objects.filter(
             agent_id=agent_id, stripe=stripe, count=0, failed=0, input_tokens=0,
-            output_tokens=0, total_tokens=0,
+            output_tokens=0, total_tokens=0, credits=0,
         ).filter(day__in={day for (_g, _k, day), _v in counters}).delete()  # fmt: skip
     if any(value < 0 for _key, value in buckets):
         RollupLatency.objects.filter(
@@ -215,8 +251,12 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
 
 
 def rollup_rebuild(*, agent_id: str) -> None:
-    """Recompute an Agent's rollup from its steps and runs (stripe 0 only)."""
+    """Recompute an Agent's rollup from its steps and runs (stripe 0 only): in SQL on
+    PostgreSQL (apps.activity.rollup_rebuild), row by row through `Delta` elsewhere."""
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            rollup_rebuild_sql([agent_id])
+            return
         Rollup.objects.filter(agent_id=agent_id).delete()
         RollupLatency.objects.filter(agent_id=agent_id).delete()
         delta = Delta()
@@ -259,7 +299,7 @@ def rollup_read(
     figures: dict[str, GroupFigures] = {}
     rows = (
         Rollup.objects.filter(agent_id=agent_id, group=group, day__gte=first_day, day__lte=last_day)
-        .values_list("key", "day", *_COUNTERS)
+        .values_list("key", "day", *_COUNTERS[:-1])
         .order_by()
     )
     for key, day, count, failed, input_tokens, output_tokens, total_tokens in rows:
