@@ -183,19 +183,15 @@ def fill_steps(runs: int, per_run: int, chunk: int = 50_000) -> None:
     if have == runs * per_run or per_run == 0:
         return
     started = time.monotonic()
-    first = have // per_run + 1
     with connection.cursor() as cursor:
-        cursor.execute(
-            "DELETE FROM activity_runstep WHERE agent_id = %s AND row > "
-            "(SELECT coalesce(max(row), 0) FROM activity_runstep WHERE agent_id = %s AND "
-            "id = 'step_f' || %s || '_' || %s)",
-            [AGENT, AGENT, first - 1, per_run - 1],
-        )
+        if have > runs * per_run or have % per_run:  # another fill's: made again
+            cursor.execute("DELETE FROM activity_runstep WHERE agent_id = %s", [AGENT])
+            have = 0
         cursor.execute(
             "CREATE OR REPLACE FUNCTION pg_temp.h(g bigint, salt text) RETURNS bigint "
             "LANGUAGE sql IMMUTABLE AS $$ SELECT abs(hashtext(salt || g)::bigint) $$"
         )
-    for low in range(first, runs + 1, chunk):
+    for low in range(have // per_run + 1, runs + 1, chunk):
         high = min(runs, low + chunk - 1)
         with connection.cursor() as cursor:
             cursor.execute(

@@ -81,6 +81,8 @@ SCRIPTS: dict[str, list[str]] = {
     "knowledge_gaps.py": ["--steps", "200", "--distinct", "20", "--requests", "1"],
     # Every run filter and pair over a few thousand runs.
     "run_filters.py": ["--runs", "2000", "--requests", "1"],
+    # The same database as run_filters.py, with two steps per run: every case once.
+    "activity_scale.py": ["--runs", "2000", "--steps-per-run", "2", "--requests", "1"],
     # Two small batches of scores through gunicorn, sent twice; the score filter on a few runs.
     "scores.py": ["--batches", "2", "--batch", "50", "--runs", "20", "--filter-runs", "300"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
