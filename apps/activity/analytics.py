@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Q, QuerySet, Sum
 
 from apps.activity import overview_rollup
 from apps.activity.models import Rollup, RollupLatency, Run, RunStep
@@ -135,17 +136,23 @@ def steps_stored_values(agent_id: str, ids: list[str]) -> list[dict[str, Any]]:
     return list(RunStep.objects.filter(agent_id=agent_id, id__in=ids).values(*STEP_FIELDS))
 
 
-def rows_deleted(agent_id: str, run_ids: list[str]) -> None:
-    """Take the contributions of the Agent's runs `run_ids` and of their steps away: call in
-    the transaction that deletes them, before it does (the retention purge). Reads the rows
-    it takes away, a batch's runs and their steps, on the indexes by run."""
+def rows_deleted(agent_id: str, runs: QuerySet[Run]) -> list[str]:
+    """Take the contributions of the Agent's `runs` and of their steps away; returns the runs'
+    ids. Call in the transaction that deletes them, before it does (the retention purge): two
+    reads on the indexes by run and one rollup statement (two when rows are left empty),
+    whatever the rows."""
     delta = Delta()
-    for run in Run.objects.filter(agent_id=agent_id, id__in=run_ids).values(*RUN_FIELDS):
+    ids = []
+    for run in runs.values("id", *RUN_FIELDS):
+        ids.append(run["id"])
         delta.add_run(run, sign=-1)
-    steps = RunStep.objects.filter(agent_id=agent_id, run_id__in=run_ids).values(*STEP_FIELDS)
+    if not ids:
+        return ids
+    steps = RunStep.objects.filter(agent_id=agent_id, run_id__in=ids).values(*STEP_FIELDS)
     for step in steps.iterator(chunk_size=5000):
         delta.add_step(step, sign=-1)
     rollup_apply(agent_id, delta)
+    return ids
 
 
 def _own_stripe() -> int:
@@ -208,16 +215,21 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
             "pg_try_advisory_xact_lock(%s::integer, stripe::integer) LIMIT 1), %s) AS stripe)"
         ]
         params: list[Any] = [own, ROLLUP_STRIPES, ROLLUP_STRIPES, lock, own]
-        stripe_sql = "(SELECT stripe FROM claimed)::smallint"
+        # The groups counted by distinct key stay in stripe 0 (overview_rollup.UNSTRIPED).
+        stripe_sql = (
+            "(CASE WHEN v1 = ANY(%s) THEN 0 ELSE (SELECT stripe FROM claimed) END)::smallint"
+        )
         if counter_rows:
             sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTER_KINDS, len(counter_rows),
                               stripe_sql)  # fmt: skip
             parts.append(f", counters AS ({sql})")
+            params.append(list(overview_rollup.UNSTRIPED))  # stripe_sql's, before the rows
             params += [value for row in counter_rows for value in row]
         if bucket_rows:
             sql = _insert_sql(RollupLatency._meta.db_table, [*_KEYS, ("bucket", "smallint")],
                               (("count", "bigint"),), len(bucket_rows), stripe_sql)  # fmt: skip
             parts.append(f", latency AS ({sql})")
+            params.append(list(overview_rollup.UNSTRIPED))
             params += [value for row in bucket_rows for value in row]
         parts.append(" SELECT stripe FROM claimed")
         with connection.cursor() as cursor:
@@ -238,16 +250,45 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
             )
             latency.count += value
             latency.save()
-    if any(value < 0 for _key, values in counters for value in values):
-        Rollup.objects.filter(
-            agent_id=agent_id, stripe=stripe, count=0, failed=0, input_tokens=0,
-            output_tokens=0, total_tokens=0, credits=0,
-        ).filter(day__in={day for (_g, _k, day), _v in counters}).delete()  # fmt: skip
-    if any(value < 0 for _key, value in buckets):
-        RollupLatency.objects.filter(
-            agent_id=agent_id, stripe=stripe, count=0,
-            day__in={day for (_g, _k, day, _b), _v in buckets},
-        ).delete()  # fmt: skip
+    counter_days = sorted({day for (_g, _k, day), values in counters if min(values) < 0})
+    bucket_days = sorted({day for (_g, _k, day, _b), value in buckets if value < 0})
+    if counter_days or bucket_days:
+        _emptied_delete(agent_id, stripe, counter_days, bucket_days)
+
+
+_EMPTIED_SQL = (
+    "WITH counters AS (DELETE FROM activity_rollup WHERE agent_id = %s AND (stripe = %s OR "
+    '(stripe = 0 AND "group" = ANY(%s))) AND day = ANY(%s) AND count = 0 AND failed = 0 AND input_tokens = 0 AND output_tokens = 0 '
+    "AND total_tokens = 0 AND credits = 0), latency AS (DELETE FROM activity_rolluplatency "
+    "WHERE agent_id = %s AND stripe = %s AND day = ANY(%s) AND count = 0) SELECT 1"
+)
+
+
+def _emptied_delete(agent_id: str, stripe: int, counter_days: list, bucket_days: list) -> None:
+    """Remove the stripe's rows left holding nothing on the days a difference took from (as
+    a rebuild would never write them): one statement on PostgreSQL."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _EMPTIED_SQL,
+                [
+                    agent_id,
+                    stripe,
+                    list(overview_rollup.UNSTRIPED),
+                    counter_days,
+                    agent_id,
+                    stripe,
+                    bucket_days,
+                ],  # fmt: skip
+            )
+        return
+    Rollup.objects.filter(
+        agent_id=agent_id, count=0, failed=0, input_tokens=0, output_tokens=0,
+        total_tokens=0, credits=0, day__in=counter_days,
+    ).filter(Q(stripe=stripe) | Q(stripe=0, group__in=overview_rollup.UNSTRIPED)).delete()  # fmt: skip
+    RollupLatency.objects.filter(
+        agent_id=agent_id, stripe=stripe, count=0, day__in=bucket_days
+    ).delete()
 
 
 def rollup_rebuild(*, agent_id: str) -> None:
@@ -313,18 +354,23 @@ def rollup_read(
             day_figures = item.days.setdefault(day, [0, 0, {}])
             day_figures[0] += count
             day_figures[1] += failed
+    # Summed in the database (stripes, and days unless they are asked): a period's histogram
+    # is keys x buckets rows, not keys x days x buckets.
+    columns = ("key", "day", "bucket") if by_day else ("key", "bucket")
     latency = (
         RollupLatency.objects.filter(
             agent_id=agent_id, group=group, day__gte=first_day, day__lte=last_day
         )
-        .values_list("key", "day", "bucket", "count")
+        .values_list(*columns)
+        .annotate(Sum("count"))
         .order_by()
     )
-    for key, day, bucket, count in latency:
+    for row in latency:
+        key, bucket, count = row[0], row[-2], row[-1]
         item = figures.setdefault(key, GroupFigures(key))
         item.histogram[bucket] = item.histogram.get(bucket, 0) + count
         if by_day:
-            day_histogram = item.days.setdefault(day, [0, 0, {}])[2]
+            day_histogram = item.days.setdefault(row[1], [0, 0, {}])[2]
             day_histogram[bucket] = day_histogram.get(bucket, 0) + count
     out = [item for item in figures.values() if item.count > 0]
     out.sort(key=lambda item: (-item.count, item.key))

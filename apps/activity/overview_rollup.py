@@ -27,7 +27,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.db.models.functions import Collate
 
 from apps.activity.models import Rollup, RollupLatency
@@ -48,6 +48,11 @@ from apps.common.latency import bucket_of
 SEP = "\x1f"
 RUNS, TOOLS, USERS, CONVERSATIONS = "ov_run", "ov_tool", "ov_user", "ov_conv"
 GROUPS = (RUNS, TOOLS, USERS, CONVERSATIONS)
+# Groups read by distinct key: their rows are never split in stripes (apps.activity.analytics),
+# so a key's row of a day is one row, holding what it adds up to, removed when that is nothing,
+# and distinct keys are counted from the unique index alone. The cost: two recordings of one
+# end user (or conversation) on one day wait for each other's commit on that row.
+UNSTRIPED = (USERS, CONVERSATIONS)
 # The run fields a contribution reads besides those analytics reads for every run group.
 RUN_FIELDS = ("model_id", "user_id", "conversation_id", "tool_names", "failed_tool_names")
 _TOKENS = ("input_tokens", "output_tokens", "total_tokens")
@@ -182,23 +187,19 @@ def _tools(agent_id: str, scope: OverviewScope) -> tuple[list, list]:
     return top_tools(used), top_tools(failing)
 
 
-_DISTINCT_PER_DAY_SQL = (
-    "SELECT day, count(*) FROM (SELECT day, key FROM activity_rollup WHERE agent_id = %s "
-    'AND "group" = %s AND day >= %s AND day <= %s GROUP BY day, key HAVING sum(count) > 0) '
-    "AS kept GROUP BY day"
-)
-
-
 def _distinct_per_day(agent_id: str, group: str, scope: OverviewScope) -> list[int]:
-    """Keys with runs on each day (their stripes summed first: one stripe may hold what
-    another took away)."""
+    """Keys with runs on each day: rows of the day (one per key: UNSTRIPED), counted from the
+    unique index alone."""
     index = {day: i for i, day in enumerate(scope.day_list())}
     out = [0] * scope.days
-    with connection.cursor() as cursor:
-        cursor.execute(_DISTINCT_PER_DAY_SQL, [agent_id, group, scope.first_day, scope.last_day])
-        for day, n in cursor.fetchall():
-            day = date.fromisoformat(day) if isinstance(day, str) else day  # SQLite: text
-            out[index[day]] = n
+    rows = (
+        _rows(agent_id, group, scope.first_day, scope.last_day)
+        .values("day")
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    for row in rows:
+        out[index[row["day"]]] = row["n"]
     return out
 
 
@@ -209,23 +210,19 @@ def _by_code_point(column: str) -> Collate:
 
 def _people(agent_id: str, scope: OverviewScope) -> People:
     """Distinct users and conversations, and the users who spent most, from `ov_user` and
-    `ov_conv` (a user's rows of one day sit in up to ROLLUP_STRIPES stripes: counted once)."""
+    `ov_conv` (one row per key and day: UNSTRIPED)."""
     previous = scope.previous()
     users = _rows(agent_id, USERS, scope.first_day, scope.last_day).values("key").order_by()
     spent = users.annotate(n=Sum("count"), tokens=Sum("total_tokens"), credits=Sum("credits"))
-    top = list(spent.filter(n__gt=0).order_by("-credits", "-n", _by_code_point("key"))[:TOP_USERS])
+    top = list(spent.order_by("-credits", "-n", _by_code_point("key"))[:TOP_USERS])
     rows = [(row["key"], row["n"], row["tokens"], row["credits"]) for row in top]
     ranked = users_ranked(rows, {})
+    before = _rows(agent_id, USERS, previous.first_day, previous.last_day).values("key")
     return People(
         active_users=_distinct_per_day(agent_id, USERS, scope),
         conversations=_distinct_per_day(agent_id, CONVERSATIONS, scope),
-        users=spent.filter(n__gt=0).count(),
-        previous_users=_rows(agent_id, USERS, previous.first_day, previous.last_day)
-        .values("key")
-        .order_by()
-        .annotate(n=Sum("count"))
-        .filter(n__gt=0)
-        .count(),
+        users=users.distinct().count(),
+        previous_users=before.order_by().distinct().count(),
         credits_by_user=users_ranked(rows, user_names(agent_id, [u.user_id for u in ranked])),
     )
 

@@ -90,7 +90,7 @@ def conversations_purge_batch(
         doomed = Run.objects.filter(agent_id=agent_id, conversation_id__in=ids)
         # The analytics and Overview rollups count the rows kept: take these runs and their
         # steps away from them first (the usage rollup keeps its history).
-        analytics.rows_deleted(agent_id, list(doomed.values_list("id", flat=True)))
+        analytics.rows_deleted(agent_id, doomed)
         runs = doomed.delete()[0]
         conversations = Conversation.objects.filter(
             row__in=[row for row, _id, _at in picked]
