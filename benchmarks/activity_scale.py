@@ -143,9 +143,7 @@ def main() -> None:
     parser.add_argument("--only", default="api,console,analytics,overview")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    benchmark_environment(
-        os.environ.get("BENCH_FILTERS_DATABASE_URL", run_filters.DEFAULT_URL)
-    )
+    benchmark_environment(os.environ.get("BENCH_FILTERS_DATABASE_URL", run_filters.DEFAULT_URL))
     import django
 
     django.setup()
@@ -165,9 +163,7 @@ def main() -> None:
     print(f"{args.runs:,} runs, {steps:,} steps; milliseconds p50 / p95", flush=True)
     if "api" in only:
         run_filters.measure("/v1/runs", run_filters.RUN_CASES, args.requests, key)
-        run_filters.measure(
-            "/v1/conversations", run_filters.CONVERSATION_CASES, args.requests, key
-        )
+        run_filters.measure("/v1/conversations", run_filters.CONVERSATION_CASES, args.requests, key)
     client = owner_client()
     if "console" in only:
         print("\nconsole Runs page (rendered)", flush=True)
