@@ -10,10 +10,10 @@ in process (median and max of `--repeat` after one warm-up):
 
 - `user_usage` for the Users list's first page (25 users with the heavy one) and second page,
   and whether PostgreSQL answers it with an index-only scan of run_agent_user;
-- the Overview's 30-day latency percentiles as the page computes them (`_latency_percentiles`:
-  the usage rollup's day histograms), beside the same histograms counted from the runs (what a
-  filtered Overview still does, and every Overview did before) and the former
-  `percentile_cont` query over the same runs; the first two must give the same numbers;
+- the Overview's 30-day latency percentiles as the page computes them (the activity rollup's
+  day histograms, apps.activity.overview_rollup), beside the same histograms counted from the
+  runs (what an Overview filtered by user does) and the former `percentile_cont` query over the
+  same runs; the first two must give the same numbers;
 - the credit-limit banner: a cache hit (every console page) and a miss (one sum of the month).
 Prints the load average before and after.
 """
@@ -121,12 +121,10 @@ def main() -> None:
     from django.db import connection
 
     from apps.activity import selectors
-    from apps.activity.overview import (
-        OverviewScope,
-        _latency_histograms_of_runs,
-        _latency_percentiles,
-        _Runs,
-    )
+    from apps.activity.overview_rollup import _latency as latency_of_rollups
+    from apps.activity.overview_runs import latency_of_runs
+    from apps.activity.overview_types import OverviewScope
+    from apps.activity.rollup_rebuild import rollup_rebuild_sql
     from apps.common.latency import merged, percentiles
     from apps.usage.banner import _key, credit_banner
     from apps.workspaces.models import Agent
@@ -158,19 +156,22 @@ def main() -> None:
     print("plan:", "index-only scan" if "Index Only Scan" in plan else plan)
 
     scope = OverviewScope.last_days(30)
-    runs = scope.runs(AGENT)
-    from_rollup = _latency_percentiles(_Runs(AGENT, runs), scope)[1]
-    counted = _latency_histograms_of_runs(_Runs(AGENT, runs), scope)
-    from_runs = tuple(percentiles(merged(counted.values()), (50, 95)))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM activity_rollup WHERE agent_id = %s", [AGENT])
+        if not cursor.fetchone()[0]:
+            rollup_rebuild_sql([AGENT], steps=False)  # the runs were filled around the recording
+    wanted = (50, 95)
+    from_rollup = percentiles(merged(latency_of_rollups(AGENT, scope).values()), wanted)
+    from_runs = percentiles(merged(latency_of_runs(AGENT, scope).values()), wanted)
     assert from_rollup == from_runs, (from_rollup, from_runs)
     print(f"Overview latency p50/p95 {from_rollup}: the rollup and the runs agree")
     print(
-        "Overview latency, 30 days, usage rollup (now):",
-        timed(lambda: _latency_percentiles(_Runs(AGENT, runs), scope), args.repeat),
+        "Overview latency, 30 days, the activity rollup (now):",
+        timed(lambda: latency_of_rollups(AGENT, scope), args.repeat),
     )
     print(
-        "Overview latency, 30 days, histogram counted from the runs (before; filtered now):",
-        timed(lambda: _latency_histograms_of_runs(_Runs(AGENT, runs), scope), args.repeat),
+        "Overview latency, 30 days, histogram counted from the runs (a user-filtered Overview):",
+        timed(lambda: latency_of_runs(AGENT, scope), args.repeat),
     )
     where, params = scope.sql_conditions(AGENT)
     former = (

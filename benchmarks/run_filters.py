@@ -130,16 +130,19 @@ def fill(runs: int) -> None:
             "tags, metadata) "
             "SELECT 'run_f' || g, %(agent)s, 'conv_f' || ((g - 1) / 10), "
             "'usr_f' || (((g - 1) / 10) %% 1000), 'req_' || g, "
-            "CASE WHEN pg_temp.h(g, 's') %% 5 = 3 THEN 'failed' ELSE 'completed' END, "
+            "CASE WHEN pg_temp.h(g, 's') %% 5 = 3 THEN 'failed' "
+            "WHEN pg_temp.h(g, 's') %% 50 = 1 THEN 'aborted' ELSE 'completed' END, "
             "(ARRAY['gpt-4.1-mini','claude-sonnet-4','gemini-2.5-flash'])[pg_temp.h(g, 'm') %% 3 + 1], "
-            "'5.0.12', 1, 1200, 200, 1400, 0, 0, 0.4, "
+            "'5.0.12', 1, 1200, 200 + pg_temp.h(g, 'o') %% 400, 1400 + pg_temp.h(g, 'o') %% 400, "
+            "0, 0, (pg_temp.h(g, 'c') %% 1000) / 997.0, "
             "CASE WHEN pg_temp.h(g, 'k') %% 3 = 0 THEN '[\"search_knowledge\"]' ELSE '[]' END::jsonb, "
-            "'[]', '[]', '[]', CASE WHEN pg_temp.h(g, 's') %% 5 <> 3 THEN NULL "
+            "CASE WHEN pg_temp.h(g, 'k') %% 3 = 0 AND pg_temp.h(g, 's') %% 5 = 3 "
+            "THEN '[\"search_knowledge\"]' ELSE '[]' END::jsonb, '[]', '[]', CASE WHEN pg_temp.h(g, 's') %% 5 <> 3 THEN NULL "
             "WHEN pg_temp.h(g, 'x') %% 200 = 0 THEN 'TimeoutError' ELSE 'tool_error' END, "
             + RUN_AT
             + ", "
             + RUN_AT
-            + " + interval '2 seconds', 2000, "
+            + " + interval '2 seconds', 300 + pg_temp.h(g, 'l') %% 9000, "
             + RUN_AT
             + ", "
             + RUN_AT
@@ -156,6 +159,78 @@ def fill(runs: int) -> None:
         cursor.execute("VACUUM ANALYZE activity_run")
         cursor.execute("VACUUM ANALYZE activity_conversation")
     print(f"filled {runs:,} runs in {time.monotonic() - started:.0f} s", flush=True)
+
+
+TOOLS = (
+    "ARRAY['search_knowledge','get_weather','send_email','create_ticket','lookup_order',"
+    "'run_sql','fetch_url','calendar']"
+)
+# Each run's ten steps: three model calls, five tool calls, a retrieval and a custom step.
+STEP_KINDS = (
+    "ARRAY['model','tool','tool','tool','model','tool','tool','retrieval','custom','model']"
+)
+
+
+def fill_steps(runs: int, per_run: int, chunk: int = 50_000) -> None:
+    """`per_run` steps for each run (set-based, `chunk` runs a statement, each committed, so a
+    cut fill resumes): kinds by position, tools one of eight, 2 % of tool calls failed, a
+    duration spread over two orders of magnitude."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM activity_runstep WHERE agent_id = %s", [AGENT])
+        have = cursor.fetchone()[0]
+    if have == runs * per_run or per_run == 0:
+        return
+    started = time.monotonic()
+    with connection.cursor() as cursor:
+        if have > runs * per_run or have % per_run:  # another fill's: made again
+            cursor.execute("DELETE FROM activity_runstep WHERE agent_id = %s", [AGENT])
+            have = 0
+        cursor.execute(
+            "CREATE OR REPLACE FUNCTION pg_temp.h(g bigint, salt text) RETURNS bigint "
+            "LANGUAGE sql IMMUTABLE AS $$ SELECT abs(hashtext(salt || g)::bigint) $$"
+        )
+    for low in range(have // per_run + 1, runs + 1, chunk):
+        high = min(runs, low + chunk - 1)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO activity_runstep (id, agent_id, run_id, trace_id, kind, name, "
+                "status, error, started_at, ended_at, duration_ms, model_id, tool_name, "
+                "documents, attributes, truncated, input_tokens, output_tokens, total_tokens, "
+                "created_at, updated_at) "
+                "SELECT 'step_f' || g || '_' || k, %(agent)s, 'run_f' || g, NULL, kind, "
+                "CASE kind WHEN 'tool' THEN tool WHEN 'model' THEN 'generate' "
+                "WHEN 'retrieval' THEN 'knowledge' ELSE 'plan' END, "
+                "CASE WHEN kind = 'tool' AND pg_temp.h(g * 16 + k, 'f') %% 50 = 0 "
+                "THEN 'failed' ELSE 'completed' END, NULL, at, at + duration, "
+                "extract(epoch FROM duration) * 1000, "
+                "CASE WHEN kind = 'model' THEN (ARRAY['gpt-4.1-mini','claude-sonnet-4',"
+                "'gemini-2.5-flash'])[pg_temp.h(g, 'm') %% 3 + 1] END, "
+                "CASE WHEN kind = 'tool' THEN tool END, '[]', '{}', '[]', "
+                "CASE WHEN kind = 'model' THEN 400 END, CASE WHEN kind = 'model' THEN 70 END, "
+                "CASE WHEN kind = 'model' THEN 470 END, at, at "
+                "FROM generate_series(%(low)s, %(high)s) g, generate_series(0, %(k)s) k, "
+                "LATERAL (SELECT " + RUN_AT + " + k * interval '150 ms' AS at, "
+                "(" + STEP_KINDS + ")[k %% 10 + 1] AS kind, "
+                "(" + TOOLS + ")[pg_temp.h(g * 16 + k, 't') %% 8 + 1] AS tool, "
+                "(20 + pg_temp.h(g * 16 + k, 'd') %% 2000) * interval '1 ms' AS duration) s",
+                {"agent": AGENT, "n": runs, "anchor": _anchor(), "low": low, "high": high,
+                 "k": per_run - 1},
+            )  # fmt: skip
+        print(f"  steps of runs {low:,}-{high:,}", flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE activity_runstep")
+    print(f"filled {runs * per_run:,} steps in {time.monotonic() - started:.0f} s", flush=True)
+
+
+def _anchor():
+    """The fill's `now`: the newest run's time, so the steps line up with their runs."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(created_at) FROM activity_run WHERE agent_id = %s", [AGENT])
+        return cursor.fetchone()[0]
 
 
 def _concrete(params: dict) -> dict:
@@ -199,12 +274,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--steps-per-run", type=int, default=10)
+    parser.add_argument("--fill-only", action="store_true")
     args = parser.parse_args()
     benchmark_environment(os.environ.get("BENCH_FILTERS_DATABASE_URL", DEFAULT_URL))
     import django
 
     django.setup()
     fill(args.runs)
+    fill_steps(args.runs, args.steps_per_run)
+    if args.fill_only:
+        return
     from apps.workspaces.models import Agent
     from apps.workspaces.services import api_key_create
 

@@ -7,13 +7,15 @@ how many steps (runs), how many failed, their tokens, and a latency histogram
 
 Groups: a step counts under its `name`, its `tool` (tool_name, tool steps) and its `model`
 (model_id, model steps) on the day it started; a run under its `environment` and its `release`
-("" when it has none) on the day it was created. A step's latency is its `duration_ms`, a run's
-its `total_turn_latency_ms`; one without is counted but has no latency.
+("" when it has none) on the day it was created, and under the Overview's groups
+(apps.activity.overview_rollup). A step's latency is its `duration_ms`, a run's its
+`total_turn_latency_ms`; one without is counted but has no latency.
 
 Exact: every write of a step or run adds its contribution as it is now and takes away its
-contribution as it was (`Delta.add(..., sign=-1)`), in the recording's transaction, so the
-rollup always equals the sums over the rows (`rollup_rebuild` recomputes it; a test holds the
-two equal). Rows are split in `ROLLUP_STRIPES` stripes, claimed like the usage rollup's (the
+contribution as it was (`Delta.add(..., sign=-1)`), in the recording's transaction, and the
+retention purge takes away the contributions of the runs and steps it deletes
+(`rows_deleted`), so the rollup always equals the sums over the rows (`rollup_rebuild`
+recomputes it; tests hold the two equal). Rows are split in `ROLLUP_STRIPES` stripes, claimed like the usage rollup's (the
 same advisory locks: a recording holds one stripe of its Agent for both).
 """
 
@@ -22,12 +24,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Q, QuerySet, Sum
 
+from apps.activity import overview_rollup
 from apps.activity.models import Rollup, RollupLatency, Run, RunStep
+from apps.activity.rollup_rebuild import rollup_rebuild_sql
 from apps.api.pagination import unknown_query_refuse
+from apps.common.credits import credits_decimal
 from apps.common.errors import BadRequest
 from apps.common.latency import bucket_of, percentiles
 from apps.usage.models import ROLLUP_STRIPES
@@ -37,8 +44,14 @@ RUN_GROUPS = ("environment", "release")
 GROUPS = STEP_GROUPS + RUN_GROUPS
 TOKENS = ("input_tokens", "output_tokens", "total_tokens")
 # The step and run fields a contribution reads.
-STEP_FIELDS = ("name", "tool_name", "model_id", "status", "duration_ms", "started_at", *TOKENS)
-RUN_FIELDS = ("environment", "release", "status", "total_turn_latency_ms", "created_at", *TOKENS)
+STEP_FIELDS = (
+    "name", "tool_name", "model_id", "status", "duration_ms", "started_at", *TOKENS,
+    "credits_charged",
+)  # fmt: skip
+RUN_FIELDS = (
+    "environment", "release", "status", "total_turn_latency_ms", "created_at", *TOKENS,
+    "credits_charged", *overview_rollup.RUN_FIELDS,
+)  # fmt: skip
 
 
 def _day(moment: datetime) -> date:
@@ -47,11 +60,11 @@ def _day(moment: datetime) -> date:
 
 @dataclass
 class Delta:
-    """Differences to add: {(group, key, day): [count, failed, input, output, total]} and
-    {(group, key, day, bucket): count}."""
+    """Differences to add: {(group, key, day): [count, failed, input, output, total, credits]}
+    and {(group, key, day, bucket): count}."""
 
-    counters: dict[tuple[str, str, date], list[int]] = field(
-        default_factory=lambda: defaultdict(lambda: [0, 0, 0, 0, 0])
+    counters: dict[tuple[str, str, date], list] = field(
+        default_factory=lambda: defaultdict(lambda: [0, 0, 0, 0, 0, Decimal(0)])
     )
     buckets: dict[tuple[str, str, date, int], int] = field(default_factory=lambda: defaultdict(int))
 
@@ -59,15 +72,20 @@ class Delta:
              sign: int) -> None:  # fmt: skip
         failed = 1 if values.get("status") == "failed" else 0
         tokens = [int(values.get(name) or 0) for name in TOKENS]
+        credits = credits_decimal(values.get("credits_charged"))
         bucket = None if latency is None else bucket_of(float(latency))
         for group, key in keys:
-            counter = self.counters[(group, key, day)]
-            counter[0] += sign
-            counter[1] += sign * failed
-            for index, value in enumerate(tokens):
-                counter[2 + index] += sign * value
-            if bucket is not None:
-                self.buckets[(group, key, day, bucket)] += sign
+            self.add_counts(group, key, day, [1, failed, *tokens, credits], bucket, sign)
+
+    def add_counts(self, group: str, key: str, day: date, counts: Sequence, bucket: int | None,
+                   sign: int) -> None:  # fmt: skip
+        """Add `sign` x `counts` (count, failed, tokens..., credits) to one row, and one to its
+        latency `bucket` (None: no latency)."""
+        counter = self.counters[(group, key, day)]
+        for index, value in enumerate(counts):
+            counter[index] += sign * value
+        if bucket is not None:
+            self.buckets[(group, key, day, bucket)] += sign
 
     def add_step(self, values: Mapping, *, sign: int = 1) -> None:
         keys = [("name", str(values["name"])[:255])]
@@ -81,6 +99,7 @@ class Delta:
         keys = [(group, values.get(group) or "") for group in RUN_GROUPS]
         latency = values.get("total_turn_latency_ms")
         self._add(keys, values, _day(values["created_at"]), latency, sign)
+        overview_rollup.run_contribution(self, values, _day(values["created_at"]), sign)
 
     def __bool__(self) -> bool:
         return any(any(values) for values in self.counters.values()) or any(self.buckets.values())
@@ -117,6 +136,25 @@ def steps_stored_values(agent_id: str, ids: list[str]) -> list[dict[str, Any]]:
     return list(RunStep.objects.filter(agent_id=agent_id, id__in=ids).values(*STEP_FIELDS))
 
 
+def rows_deleted(agent_id: str, runs: QuerySet[Run]) -> list[str]:
+    """Take the contributions of the Agent's `runs` and of their steps away; returns the runs'
+    ids. Call in the transaction that deletes them, before it does (the retention purge): two
+    reads on the indexes by run and one rollup statement (two when rows are left empty),
+    whatever the rows."""
+    delta = Delta()
+    ids = []
+    for run in runs.values("id", *RUN_FIELDS):
+        ids.append(run["id"])
+        delta.add_run(run, sign=-1)
+    if not ids:
+        return ids
+    steps = RunStep.objects.filter(agent_id=agent_id, run_id__in=ids).values(*STEP_FIELDS)
+    for step in steps.iterator(chunk_size=5000):
+        delta.add_step(step, sign=-1)
+    rollup_apply(agent_id, delta)
+    return ids
+
+
 def _own_stripe() -> int:
     if connection.vendor != "postgresql":
         return 0
@@ -124,8 +162,8 @@ def _own_stripe() -> int:
     return connection.connection.info.backend_pid % ROLLUP_STRIPES
 
 
-def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[str, ...], rows: int,
-                stripe_sql: str) -> str:  # fmt: skip
+def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[tuple[str, str], ...],
+                rows: int, stripe_sql: str) -> str:  # fmt: skip
     """An upsert of `rows` rows of (keys..., counters...) adding the counters, into the stripe
     `stripe_sql` names. Names are the constants of `rollup_apply`, never input."""
     quote = connection.ops.quote_name
@@ -134,11 +172,15 @@ def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[str, ..
     aliases = [f"v{index}" for index in range(width)]
     selected = [f"{alias}::{kind}" for alias, (_name, kind) in zip(aliases, keys, strict=False)]
     selected.insert(len(keys), stripe_sql)
-    selected += [f"{alias}::bigint" for alias in aliases[len(keys) :]]
-    columns = [quote(name) for name, _kind in keys] + ["stripe"] + [quote(c) for c in counters]
+    selected += [
+        f"{alias}::{kind}"
+        for alias, (_name, kind) in zip(aliases[len(keys) :], counters, strict=True)
+    ]
+    columns = [quote(name) for name, _kind in keys + list(counters)]
+    columns.insert(len(keys), "stripe")
     conflict = ", ".join([quote(name) for name, _kind in keys] + ["stripe"])
     additions = ", ".join(
-        f"{quote(c)} = {table}.{quote(c)} + excluded.{quote(c)}" for c in counters
+        f"{quote(c)} = {table}.{quote(c)} + excluded.{quote(c)}" for c, _kind in counters
     )
     return (
         f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(selected)} "  # noqa: S608
@@ -147,7 +189,8 @@ def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[str, ..
     )
 
 
-_COUNTERS = ("count", "failed", *TOKENS)
+_COUNTERS = ("count", "failed", *TOKENS, "credits")
+_COUNTER_KINDS = (*((name, "bigint") for name in _COUNTERS[:-1]), ("credits", "numeric"))
 _KEYS = [("agent_id", "text"), ("group", "text"), ("day", "date"), ("key", "text")]
 
 
@@ -172,16 +215,21 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
             "pg_try_advisory_xact_lock(%s::integer, stripe::integer) LIMIT 1), %s) AS stripe)"
         ]
         params: list[Any] = [own, ROLLUP_STRIPES, ROLLUP_STRIPES, lock, own]
-        stripe_sql = "(SELECT stripe FROM claimed)::smallint"
+        # The groups counted by distinct key stay in stripe 0 (overview_rollup.UNSTRIPED).
+        stripe_sql = (
+            "(CASE WHEN v1 = ANY(%s) THEN 0 ELSE (SELECT stripe FROM claimed) END)::smallint"
+        )
         if counter_rows:
-            sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTERS, len(counter_rows),
+            sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTER_KINDS, len(counter_rows),
                               stripe_sql)  # fmt: skip
             parts.append(f", counters AS ({sql})")
+            params.append(list(overview_rollup.UNSTRIPED))  # stripe_sql's, before the rows
             params += [value for row in counter_rows for value in row]
         if bucket_rows:
             sql = _insert_sql(RollupLatency._meta.db_table, [*_KEYS, ("bucket", "smallint")],
-                              ("count",), len(bucket_rows), stripe_sql)  # fmt: skip
+                              (("count", "bigint"),), len(bucket_rows), stripe_sql)  # fmt: skip
             parts.append(f", latency AS ({sql})")
+            params.append(list(overview_rollup.UNSTRIPED))
             params += [value for row in bucket_rows for value in row]
         parts.append(" SELECT stripe FROM claimed")
         with connection.cursor() as cursor:
@@ -202,21 +250,54 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
             )
             latency.count += value
             latency.save()
-    if any(values[0] < 0 for _key, values in counters):
-        Rollup.objects.filter(
-            agent_id=agent_id, stripe=stripe, count=0, failed=0, input_tokens=0,
-            output_tokens=0, total_tokens=0,
-        ).filter(day__in={day for (_g, _k, day), _v in counters}).delete()  # fmt: skip
-    if any(value < 0 for _key, value in buckets):
-        RollupLatency.objects.filter(
-            agent_id=agent_id, stripe=stripe, count=0,
-            day__in={day for (_g, _k, day, _b), _v in buckets},
-        ).delete()  # fmt: skip
+    counter_days = sorted({day for (_g, _k, day), values in counters if min(values) < 0})
+    bucket_days = sorted({day for (_g, _k, day, _b), value in buckets if value < 0})
+    if counter_days or bucket_days:
+        _emptied_delete(agent_id, stripe, counter_days, bucket_days)
+
+
+_EMPTIED_SQL = (
+    "WITH counters AS (DELETE FROM activity_rollup WHERE agent_id = %s AND (stripe = %s OR "
+    '(stripe = 0 AND "group" = ANY(%s))) AND day = ANY(%s) AND count = 0 AND failed = 0 AND input_tokens = 0 AND output_tokens = 0 '
+    "AND total_tokens = 0 AND credits = 0), latency AS (DELETE FROM activity_rolluplatency "
+    "WHERE agent_id = %s AND stripe = %s AND day = ANY(%s) AND count = 0) SELECT 1"
+)
+
+
+def _emptied_delete(agent_id: str, stripe: int, counter_days: list, bucket_days: list) -> None:
+    """Remove the stripe's rows left holding nothing on the days a difference took from (as
+    a rebuild would never write them): one statement on PostgreSQL."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _EMPTIED_SQL,
+                [
+                    agent_id,
+                    stripe,
+                    list(overview_rollup.UNSTRIPED),
+                    counter_days,
+                    agent_id,
+                    stripe,
+                    bucket_days,
+                ],  # fmt: skip
+            )
+        return
+    Rollup.objects.filter(
+        agent_id=agent_id, count=0, failed=0, input_tokens=0, output_tokens=0,
+        total_tokens=0, credits=0, day__in=counter_days,
+    ).filter(Q(stripe=stripe) | Q(stripe=0, group__in=overview_rollup.UNSTRIPED)).delete()  # fmt: skip
+    RollupLatency.objects.filter(
+        agent_id=agent_id, stripe=stripe, count=0, day__in=bucket_days
+    ).delete()
 
 
 def rollup_rebuild(*, agent_id: str) -> None:
-    """Recompute an Agent's rollup from its steps and runs (stripe 0 only)."""
+    """Recompute an Agent's rollup from its steps and runs (stripe 0 only): in SQL on
+    PostgreSQL (apps.activity.rollup_rebuild), row by row through `Delta` elsewhere."""
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            rollup_rebuild_sql([agent_id])
+            return
         Rollup.objects.filter(agent_id=agent_id).delete()
         RollupLatency.objects.filter(agent_id=agent_id).delete()
         delta = Delta()
@@ -259,7 +340,7 @@ def rollup_read(
     figures: dict[str, GroupFigures] = {}
     rows = (
         Rollup.objects.filter(agent_id=agent_id, group=group, day__gte=first_day, day__lte=last_day)
-        .values_list("key", "day", *_COUNTERS)
+        .values_list("key", "day", *_COUNTERS[:-1])
         .order_by()
     )
     for key, day, count, failed, input_tokens, output_tokens, total_tokens in rows:
@@ -273,18 +354,23 @@ def rollup_read(
             day_figures = item.days.setdefault(day, [0, 0, {}])
             day_figures[0] += count
             day_figures[1] += failed
+    # Summed in the database (stripes, and days unless they are asked): a period's histogram
+    # is keys x buckets rows, not keys x days x buckets.
+    columns = ("key", "day", "bucket") if by_day else ("key", "bucket")
     latency = (
         RollupLatency.objects.filter(
             agent_id=agent_id, group=group, day__gte=first_day, day__lte=last_day
         )
-        .values_list("key", "day", "bucket", "count")
+        .values_list(*columns)
+        .annotate(Sum("count"))
         .order_by()
     )
-    for key, day, bucket, count in latency:
+    for row in latency:
+        key, bucket, count = row[0], row[-2], row[-1]
         item = figures.setdefault(key, GroupFigures(key))
         item.histogram[bucket] = item.histogram.get(bucket, 0) + count
         if by_day:
-            day_histogram = item.days.setdefault(day, [0, 0, {}])[2]
+            day_histogram = item.days.setdefault(row[1], [0, 0, {}])[2]
             day_histogram[bucket] = day_histogram.get(bucket, 0) + count
     out = [item for item in figures.values() if item.count > 0]
     out.sort(key=lambda item: (-item.count, item.key))

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from apps.activity import analytics
 from apps.activity.models import Conversation, EndUser, Message, Run
 from apps.activity.search_index import message_search_fields
 from apps.common.ids import new_id
@@ -358,6 +359,8 @@ def activity_seed_demo(*, agent: Agent) -> str:
         Conversation.objects.bulk_create(conversations, batch_size=500)
         Message.objects.bulk_create(messages, batch_size=500)
         Run.objects.bulk_create(runs, batch_size=500)
+        # Bulk-inserted, not recorded: the analytics and Overview rollup counts them now.
+        analytics.rollup_rebuild(agent_id=agent.pk)
     return (
         f"{len(users)} users, {len(conversations)} conversations, {len(messages)} messages, "
         f"{len(runs)} runs over the last {DAYS} days"

@@ -501,8 +501,9 @@ class PendingSpan(models.Model):
 
 class Rollup(models.Model):
     """Daily analytics of steps and runs per group (apps.activity.analytics): how many, how many
-    failed and their tokens, per Agent, UTC day, group and key — steps by tool, model and step
-    name, runs by environment and release. Written with the recording as differences, so the
+    failed, their tokens and credits, per Agent, UTC day, group and key — steps by tool, model
+    and step name, runs by environment and release, and the Overview's figures
+    (apps.activity.overview_rollup). Written with the recording as differences, so the
     analytics never scan the steps; split in stripes like the usage rollup (a recording adds to
     a stripe no other recording of the Agent in flight holds; readers sum them)."""
 
@@ -517,6 +518,8 @@ class Rollup(models.Model):
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
+    # Exact decimal sums of the rows' float credits (apps.common.credits).
+    credits = models.DecimalField(max_digits=30, decimal_places=9, default=0)
 
     class Meta:
         constraints = [

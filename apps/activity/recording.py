@@ -76,7 +76,7 @@ _RUN_FIELDS = (
     "completed_at", "total_turn_latency_ms", "created_at",
     "environment", "release", "tags", "metadata",
 )  # fmt: skip
-_RUN_STATE = (*_RUN_FIELDS, "user_id", "status")
+_RUN_STATE = (*_RUN_FIELDS, "user_id", "status", "conversation_id")
 _STEP_FIELDS = (
     "parent_id", "kind", "name", "status", "error", "started_at", "ended_at", "duration_ms",
     "input", "output", "model_id", *STEP_TOTALS, "first_token_ms", "finish_reason", "tool_name",

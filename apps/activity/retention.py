@@ -6,13 +6,15 @@ message into a conversation without touching the conversation itself). An expire
 goes with all of its messages and runs (and the runs' steps, by the database's cascade); one
 still alive keeps all of its history, so its transcript and totals never lose a middle.
 
-Each batch is one short transaction of four statements whatever its size: pick up to
+Each batch is one short transaction of a few statements whatever its size: pick up to
 `batch_size` expired conversations of one Agent (an index range of `conv_agent_updated`, oldest
 first, their rows locked so that recording into one of them waits and then finds it gone), and
 delete their messages, their runs and themselves, each table in one statement on the index the
 lists already use (`msg_conv_created`, `run_agent_conv`). Locks are row locks on expired rows
 only; the API keeps serving. The usage rollup (apps.usage) is a table of its own and is not
-touched: usage history survives.
+touched: usage history survives. The analytics rollup, which the Overview and the Performance
+page read, describes the activity kept: the deleted runs' and steps' contributions are taken
+away from it in the same transaction (apps.activity.analytics.rows_deleted).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
+from apps.activity import analytics
 from apps.activity.models import Conversation, Message, Run
 
 
@@ -84,7 +87,11 @@ def conversations_purge_batch(
         ids = [conversation_id for _row, conversation_id, _at in picked]
         # One DELETE per table (Django's fast delete: no reverse links it cascades itself).
         messages = Message.objects.filter(agent_id=agent_id, conversation_id__in=ids).delete()[0]
-        runs = Run.objects.filter(agent_id=agent_id, conversation_id__in=ids).delete()[0]
+        doomed = Run.objects.filter(agent_id=agent_id, conversation_id__in=ids)
+        # The analytics and Overview rollups count the rows kept: take these runs and their
+        # steps away from them first (the usage rollup keeps its history).
+        analytics.rows_deleted(agent_id, doomed)
+        runs = doomed.delete()[0]
         conversations = Conversation.objects.filter(
             row__in=[row for row, _id, _at in picked]
         ).delete()[0]

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from apps.activity import analytics
 from apps.activity.models import Conversation, EndUser, Message, Run, RunStep
 
 _counter = itertools.count(1)
@@ -85,9 +86,14 @@ def run_factory(*, agent=None, conversation=None, user=None, **fields) -> Run:
         "updated_at": now,
     }
     defaults.update(fields)
-    return Run.objects.create(
+    run = Run.objects.create(
         agent_id=agent_id, conversation=conversation, user=user or conversation.user, **defaults
     )
+    # Counted in the analytics and Overview rollup as the recording would count it.
+    delta = analytics.Delta()
+    delta.add_run(analytics.run_values(run))
+    analytics.rollup_apply(agent_id, delta)
+    return run
 
 
 def run_step_factory(*, run, **fields) -> RunStep:

@@ -84,6 +84,8 @@ SCRIPTS: dict[str, list[str]] = {
     "run_filters.py": ["--runs", "2000", "--requests", "1"],
     # Word search over a few thousand messages and steps, each query once.
     "message_search.py": ["--messages", "3000", "--steps", "500", "--requests", "1"],
+    # The same database as run_filters.py, with two steps per run: every case once.
+    "activity_scale.py": ["--runs", "2000", "--steps-per-run", "2", "--requests", "1"],
     # Two small batches of scores through gunicorn, sent twice; the score filter on a few runs.
     "scores.py": ["--batches", "2", "--batch", "50", "--runs", "20", "--filter-runs", "300"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],

@@ -1,0 +1,248 @@
+"""The Overview's figures kept in the analytics rollup (apps.activity.analytics) as runs are
+recorded, and read back over any period in O(days) rows.
+
+Each run counts, on the UTC day it was created, under four groups of `Rollup` rows:
+
+- `ov_run`, key "status␟model": runs, failed, tokens, credits, and the turn-latency histogram
+  (`RollupLatency`) — the runs per day by status, tokens, credits, latency, the headline, the
+  credits by model, narrowed by the model and status filters by key;
+- `ov_tool`, key "tool␟status␟model": `count` the runs that used the tool, `failed` those in
+  which it failed — the top and failing tools, narrowed the same way;
+- `ov_user`, key the end user: runs, tokens, credits — active users per day, distinct users
+  over the period, the users who spent most;
+- `ov_conv`, key the conversation: runs — conversations per day.
+
+Written by `analytics.Delta.add_run` in the recording's one rollup statement, taken away by
+the retention purge (`analytics.rows_deleted`), so the figures stay those of the runs kept.
+Distinct users and conversations are not split by model or status (that would be a row per
+run): an Overview filtered by model or status counts those from the runs
+(apps.activity.overview_runs.people_of_runs), one filtered by end user reads only that user's
+runs. ␟ is U+001F; a model or tool name holding it is stored with a space instead.
+"""
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from datetime import date
+from decimal import Decimal
+from typing import Any, Protocol
+
+from django.db import connection
+from django.db.models import Count, Sum
+from django.db.models.functions import Collate
+
+from apps.activity.models import Rollup, RollupLatency
+from apps.activity.overview_runs import people_of_runs, user_names
+from apps.activity.overview_types import (
+    STATUS_ORDER,
+    TOP_USERS,
+    Overview,
+    OverviewScope,
+    People,
+    models_ranked,
+    top_tools,
+    users_ranked,
+)
+from apps.common.credits import credits_decimal
+from apps.common.latency import bucket_of
+
+SEP = "\x1f"
+RUNS, TOOLS, USERS, CONVERSATIONS = "ov_run", "ov_tool", "ov_user", "ov_conv"
+GROUPS = (RUNS, TOOLS, USERS, CONVERSATIONS)
+# Groups read by distinct key: their rows are never split in stripes (apps.activity.analytics),
+# so a key's row of a day is one row, holding what it adds up to, removed when that is nothing,
+# and distinct keys are counted from the unique index alone. The cost: two recordings of one
+# end user (or conversation) on one day wait for each other's commit on that row.
+UNSTRIPED = (USERS, CONVERSATIONS)
+# The run fields a contribution reads besides those analytics reads for every run group.
+RUN_FIELDS = ("model_id", "user_id", "conversation_id", "tool_names", "failed_tool_names")
+_TOKENS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+class _Delta(Protocol):
+    def add_counts(self, group: str, key: str, day: date, counts: list, bucket: int | None,
+                   sign: int) -> None: ...  # fmt: skip
+
+
+def _part(value: Any, limit: int) -> str:
+    return str(value or "").replace(SEP, " ")[:limit]
+
+
+def run_key(status: str, model: str | None) -> str:
+    return f"{status}{SEP}{_part(model, 200)}"
+
+
+def tool_key(tool: str, status: str, model: str | None) -> str:
+    return f"{_part(tool, 100)}{SEP}{status}{SEP}{_part(model, 140)}"
+
+
+def run_contribution(delta: _Delta, values: Mapping, day: date, sign: int) -> None:
+    """Add (`sign` 1) or take away (-1) one run's contribution to the Overview's groups."""
+    status, model = values.get("status") or "", values.get("model_id")
+    failed = 1 if status == "failed" else 0
+    tokens = [int(values.get(name) or 0) for name in _TOKENS]
+    sums = [1, failed, *tokens, credits_decimal(values.get("credits_charged"))]
+    latency = values.get("total_turn_latency_ms")
+    bucket = None if latency is None else bucket_of(float(latency))
+    delta.add_counts(RUNS, run_key(status, model), day, sums, bucket, sign)
+    used = Counter(str(name) for name in values.get("tool_names") or [])
+    failing = Counter(str(name) for name in values.get("failed_tool_names") or [])
+    for tool in sorted(set(used) | set(failing)):
+        counts = [used[tool], failing[tool]]
+        delta.add_counts(TOOLS, tool_key(tool, status, model), day, counts, None, sign)
+    if values.get("user_id"):
+        delta.add_counts(USERS, _part(values["user_id"], 255), day, sums, None, sign)
+    if values.get("conversation_id"):
+        delta.add_counts(CONVERSATIONS, _part(values["conversation_id"], 255), day, [1], None, sign)
+
+
+# --- Reading -------------------------------------------------------------------------------------
+
+
+def _rows(agent_id: str, group: str, first: date, last: date):
+    return Rollup.objects.filter(agent_id=agent_id, group=group, day__gte=first, day__lte=last)
+
+
+def _narrowed(rows, scope: OverviewScope, *, status_at: int):
+    """Rows whose key names the scope's status (at part `status_at`) and model (the last part)."""
+    if scope.status:
+        prefix = SEP * status_at
+        rows = (rows.filter(key__startswith=f"{scope.status}{SEP}") if status_at == 0
+                else rows.filter(key__contains=f"{prefix}{scope.status}{SEP}"))  # fmt: skip
+    if scope.model_id:
+        rows = rows.filter(key__endswith=f"{SEP}{_part(scope.model_id, 140 if status_at else 200)}")
+    return rows
+
+
+def _runs(agent_id: str, scope: OverviewScope, overview: Overview) -> None:
+    """Runs by status per day, tokens, credits, the headline, the period before, the models."""
+    previous = scope.previous()
+    index = {day: i for i, day in enumerate(overview.days)}
+    rows = (
+        _narrowed(_rows(agent_id, RUNS, previous.first_day, scope.last_day), scope, status_at=0)
+        .values("day", "key")
+        .annotate(
+            n=Sum("count"), failed=Sum("failed"), tokens=Sum("total_tokens"), credits=Sum("credits")
+        )  # fmt: skip
+        .order_by()
+    )
+    now: dict[str, Any] = {"runs": 0, "failed": 0, "tokens": 0, "credits": Decimal(0)}
+    before = dict(now)
+    credits = [Decimal(0)] * scope.days
+    models: dict[str, list] = defaultdict(lambda: [0, Decimal(0)])
+    for row in rows:
+        status, model = row["key"].split(SEP, 1)
+        position = index.get(row["day"])
+        totals = before if position is None else now
+        totals["runs"] += row["n"]
+        totals["failed"] += row["failed"]
+        totals["tokens"] += row["tokens"]
+        totals["credits"] += row["credits"]
+        if position is None or not row["n"]:
+            continue
+        overview.runs_by_status[status][position] += row["n"]
+        overview.tokens[position] += row["tokens"]
+        credits[position] += row["credits"]
+        models[model][0] += row["n"]
+        models[model][1] += row["credits"]
+    overview.credits = [round(float(value), 2) for value in credits]
+    overview.credits_by_model = models_ranked(models)
+    for totals in (now, before):
+        totals["credits"] = round(float(totals["credits"]), 4)
+    overview.totals, overview.previous = now, before
+
+
+def _latency(agent_id: str, scope: OverviewScope) -> dict[date, dict[int, int]]:
+    rows = (
+        _narrowed(
+            RollupLatency.objects.filter(
+                agent_id=agent_id, group=RUNS, day__gte=scope.first_day, day__lte=scope.last_day
+            ),
+            scope,
+            status_at=0,
+        )
+        .values("day", "bucket")
+        .annotate(n=Sum("count"))
+        .order_by()
+    )
+    histograms: dict[date, dict[int, int]] = defaultdict(dict)
+    for row in rows:
+        if row["n"]:
+            histograms[row["day"]][row["bucket"]] = row["n"]
+    return dict(histograms)
+
+
+def _tools(agent_id: str, scope: OverviewScope) -> tuple[list, list]:
+    rows = (
+        _narrowed(_rows(agent_id, TOOLS, scope.first_day, scope.last_day), scope, status_at=1)
+        .values("key")
+        .annotate(n=Sum("count"), failed=Sum("failed"))
+        .order_by()
+    )
+    used: dict[str, int] = defaultdict(int)
+    failing: dict[str, int] = defaultdict(int)
+    for row in rows:
+        tool = row["key"].split(SEP, 1)[0]
+        used[tool] += row["n"]
+        failing[tool] += row["failed"]
+    return top_tools(used), top_tools(failing)
+
+
+def _distinct_per_day(agent_id: str, group: str, scope: OverviewScope) -> list[int]:
+    """Keys with runs on each day: rows of the day (one per key: UNSTRIPED), counted from the
+    unique index alone."""
+    index = {day: i for i, day in enumerate(scope.day_list())}
+    out = [0] * scope.days
+    rows = (
+        _rows(agent_id, group, scope.first_day, scope.last_day)
+        .values("day")
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    for row in rows:
+        out[index[row["day"]]] = row["n"]
+    return out
+
+
+def _by_code_point(column: str) -> Collate:
+    """The key in code point order, as Python sorts it (the runs' figures do)."""
+    return Collate(column, "C" if connection.vendor == "postgresql" else "BINARY")
+
+
+def _people(agent_id: str, scope: OverviewScope) -> People:
+    """Distinct users and conversations, and the users who spent most, from `ov_user` and
+    `ov_conv` (one row per key and day: UNSTRIPED)."""
+    previous = scope.previous()
+    users = _rows(agent_id, USERS, scope.first_day, scope.last_day).values("key").order_by()
+    spent = users.annotate(n=Sum("count"), tokens=Sum("total_tokens"), credits=Sum("credits"))
+    top = list(spent.order_by("-credits", "-n", _by_code_point("key"))[:TOP_USERS])
+    rows = [(row["key"], row["n"], row["tokens"], row["credits"]) for row in top]
+    ranked = users_ranked(rows, {})
+    before = _rows(agent_id, USERS, previous.first_day, previous.last_day).values("key")
+    return People(
+        active_users=_distinct_per_day(agent_id, USERS, scope),
+        conversations=_distinct_per_day(agent_id, CONVERSATIONS, scope),
+        users=users.distinct().count(),
+        previous_users=before.order_by().distinct().count(),
+        credits_by_user=users_ranked(rows, user_names(agent_id, [u.user_id for u in ranked])),
+    )
+
+
+def overview_of_rollups(agent_id: str, scope: OverviewScope) -> Overview:
+    """The Overview of `scope` (no user filter) from the rollup: O(days x keys) rows."""
+    days = scope.day_list()
+    overview = Overview(
+        days=days,
+        runs_by_status={status.value: [0] * scope.days for status in STATUS_ORDER},
+        tokens=[0] * scope.days,
+        credits=[],
+        histograms=_latency(agent_id, scope),
+        active_users=[],
+        conversations=[],
+    )
+    _runs(agent_id, scope, overview)
+    overview.top_tools, overview.failing_tools = _tools(agent_id, scope)
+    people = _people(agent_id, scope) if not scope.filtered else people_of_runs(agent_id, scope)
+    overview.active_users, overview.conversations = people.active_users, people.conversations
+    overview.totals["users"], overview.previous["users"] = people.users, people.previous_users
+    overview.credits_by_user = people.credits_by_user
+    return overview

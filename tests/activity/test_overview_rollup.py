@@ -1,0 +1,189 @@
+"""The Overview read from the rollup the recording keeps (apps.activity.overview_rollup) gives
+every figure the runs give (apps.activity.overview_runs): after varied recordings over several
+days, models, users and statuses, re-recordings that change a run, and a retention purge; and
+the rollup stays what its SQL rebuild computes from the rows."""
+
+from dataclasses import asdict
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.db.models import Sum
+from django.test.utils import CaptureQueriesContext
+
+from apps.activity import analytics
+from apps.activity.models import Rollup, RollupLatency, Run, RunStep
+from apps.activity.overview import overview_get
+from apps.activity.overview_rollup import overview_of_rollups
+from apps.activity.overview_runs import overview_of_runs
+from apps.activity.overview_types import OverviewScope
+from apps.activity.retention import conversations_purge_batch
+from tests.usage.helpers import conversation, iso, record, record_run
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
+MODELS = ("big", "small", None, "tiny")
+STATUSES = ("completed", "failed", "aborted", "streaming", "completed")
+TOOLS = (["search"], ["search", "fetch"], [], ["fetch", "mail", "search"], ["mail"])
+
+
+@pytest.fixture(autouse=True)
+def _now(time_machine):
+    time_machine.move_to(NOW, tick=False)
+
+
+def _users(agent) -> list[str]:
+    ids = []
+    for n in range(4):
+        ids.append(f"usr_ov{n}")
+        record(agent, {"type": "user", "id": ids[-1], "display_name": f"User {n}",
+                       "last_seen_at": iso(NOW - timedelta(days=40))})  # fmt: skip
+    return ids
+
+
+def _record_varied(agent) -> list[str]:
+    """About 60 runs over 30 days in 12 conversations: every combination of model, status,
+    tool set, user (or none), latency (or none) and credits; some with steps."""
+    users = _users(agent)
+    talks = []
+    for n in range(12):
+        at = NOW - timedelta(days=29 - n * 2, hours=3)
+        user = users[n % 4] if n % 5 else None
+        talks.append(
+            (conversation(agent, at=at) if user is None else _conversation(agent, at, user), at)
+        )
+    run_ids = []
+    for n in range(60):
+        talk, start = talks[n % 12]
+        at = start + timedelta(hours=n // 12, minutes=n)
+        failed_tools = TOOLS[n % 5][-1:] if STATUSES[n % 5] == "failed" and TOOLS[n % 5] else []
+        run_ids.append(
+            record_run(
+                agent, at=at, conversation_id=talk, model_id=MODELS[n % 4],
+                status=STATUSES[n % 5], tool_names=TOOLS[(n // 2) % 5],
+                failed_tool_names=failed_tools if set(failed_tools) <= set(TOOLS[(n // 2) % 5])
+                else [],
+                total_turn_latency_ms=None if n % 7 == 0 else 40.0 * (n + 1) ** 1.5,
+                credits_charged=None if n % 9 == 0 else round(0.05 * n + 0.1, 2),
+                input_tokens=100 + n, output_tokens=10 * n, total_tokens=100 + 11 * n,
+                error_code="TimeoutError" if STATUSES[n % 5] == "failed" else None,
+            )
+        )  # fmt: skip
+        if n % 6 == 0:
+            record(agent, {"type": "step", "id": f"step_ov{n}", "run_id": run_ids[-1],
+                           "kind": "tool", "name": "call", "tool_name": "search",
+                           "started_at": iso(at), "duration_ms": 50 + n})  # fmt: skip
+    return run_ids
+
+
+def _conversation(agent, at: datetime, user_id: str) -> str:
+    conversation_id = f"conv_ov{at:%d%H}"
+    record(agent, {"type": "conversation", "id": conversation_id, "user_id": user_id,
+                   "created_at": iso(at)})  # fmt: skip
+    return conversation_id
+
+
+def _rerecord(agent, run_ids: list[str]) -> None:
+    """Recordings that change runs already counted: a streaming run ends failed with more
+    tokens and another model, one moves to another user, one gains and loses tools."""
+    streaming = [run_id for n, run_id in enumerate(run_ids) if STATUSES[n % 5] == "streaming"]
+    for run_id in streaming[:3]:
+        record(agent, {"type": "run", "id": run_id, "status": "failed", "model_id": "big",
+                       "total_tokens": 9999, "credits_charged": 2.5,
+                       "total_turn_latency_ms": 12345.0, "error_code": "Boom",
+                       "tool_names": ["search", "mail"], "failed_tool_names": ["mail"]})  # fmt: skip
+    record(agent, {"type": "run", "id": run_ids[1], "user_id": "usr_ov3"})
+    record(agent, {"type": "run", "id": run_ids[2], "tool_names": ["fetch"],
+                   "failed_tool_names": []})  # fmt: skip
+
+
+SCOPES = [
+    {},
+    {"model_id": "big"},
+    {"model_id": "small", "status": "failed"},
+    {"status": "completed"},
+    {"status": "streaming"},
+    {"model_id": "absent"},
+]
+
+
+def _assert_same_figures(agent) -> None:
+    for first, last in [(NOW.date() - timedelta(days=6), NOW.date()),
+                        (NOW.date() - timedelta(days=29), NOW.date()),
+                        (date(2026, 4, 25), date(2026, 5, 3)),
+                        (NOW.date() - timedelta(days=365), NOW.date())]:  # fmt: skip
+        for filters in SCOPES:
+            scope = OverviewScope(first_day=first, last_day=last, **filters)
+            from_rollups = asdict(overview_of_rollups(agent.pk, scope))
+            from_runs = asdict(overview_of_runs(agent.pk, scope))
+            for name, value in from_runs.items():
+                assert from_rollups[name] == value, (first, last, filters, name)
+
+
+def _rollup_rows() -> tuple[list, list]:
+    """Every rollup row, its stripes summed, sums of nothing left out."""
+    counters = ("count", "failed", "input_tokens", "output_tokens", "total_tokens", "credits")
+    rows = sorted(
+        tuple(row.values())
+        for row in Rollup.objects.values("agent_id", "group", "day", "key")
+        .annotate(**{f"sum_{name}": Sum(name) for name in counters})
+        .order_by()
+        if any(row[f"sum_{name}"] for name in counters)
+    )
+    latency = sorted(
+        RollupLatency.objects.values_list("agent_id", "group", "day", "key", "bucket")
+        .annotate(Sum("count"))
+        .exclude(count__sum=0)
+        .order_by()
+    )
+    return rows, latency
+
+
+def _assert_rollup_is_its_rebuild(agent) -> None:
+    live = _rollup_rows()
+    analytics.rollup_rebuild(agent_id=agent.pk)
+    assert _rollup_rows() == live
+
+
+def test_every_overview_figure_from_the_rollup_equals_the_runs(agent):
+    run_ids = _record_varied(agent)
+    _rerecord(agent, run_ids)
+    figures = overview_of_rollups(agent.pk, OverviewScope.last_days(30))
+    # The data is as varied as meant: every status, several models, users, tools, latencies.
+    assert all(sum(series) for series in figures.runs_by_status.values())
+    assert len(figures.credits_by_model) == 4 and figures.totals["users"] == 4
+    assert len(figures.top_tools) == 3 and figures.failing_tools
+    assert figures.totals["runs"] == 60 and figures.previous["runs"] == 0
+    _assert_same_figures(agent)
+    _assert_rollup_is_its_rebuild(agent)
+
+
+def test_the_rollup_follows_the_retention_purge(agent):
+    run_ids = _record_varied(agent)
+    before = Run.objects.count()
+    # Conversations whose last activity is more than 12 days old go, with their runs and steps.
+    purged = conversations_purge_batch(agent_id=agent.pk, before=NOW - timedelta(days=12))
+    assert purged.runs and Run.objects.count() == before - purged.runs > 0
+    assert RunStep.objects.filter(run_id__in=run_ids).count() < len(run_ids) // 6 + 1
+    _assert_same_figures(agent)
+    _assert_rollup_is_its_rebuild(agent)
+    old = overview_of_rollups(agent.pk, OverviewScope(first_day=date(2026, 4, 20),
+                                                      last_day=date(2026, 5, 1)))  # fmt: skip
+    assert old.totals["runs"] == 0 and old.credits_by_user == [] and old.top_tools == []
+
+
+def test_the_overview_reads_no_runs_unless_filtered_by_user_model_or_status(agent):
+    run_ids = _record_varied(agent)
+    for scope, reads_runs in [(OverviewScope.last_days(90), False),
+                              (OverviewScope.last_days(30, model_id="big"), True),
+                              (OverviewScope.last_days(30, user_id="usr_ov1"), True)]:  # fmt: skip
+        with CaptureQueriesContext(connection) as queries:
+            overview_get(agent=agent, scope=scope)
+        sql = " ".join(query["sql"] for query in queries.captured_queries)
+        assert ("activity_run " in sql or '"activity_run"' in sql) == reads_runs, scope
+        assert "activity_runstep" not in sql
+        assert len(queries.captured_queries) <= 10
+    by_user = overview_get(agent=agent, scope=OverviewScope.last_days(30, user_id="usr_ov1"))
+    assert by_user.totals["runs"] == Run.objects.filter(user_id="usr_ov1").count() > 0
+    assert run_ids
