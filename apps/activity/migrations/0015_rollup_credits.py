@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('activity', '0014_analytics_rollups'),
+        ("activity", "0014_analytics_rollups"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='rollup',
-            name='credits',
+            model_name="rollup",
+            name="credits",
             field=models.DecimalField(decimal_places=9, default=0, max_digits=30),
         ),
     ]
