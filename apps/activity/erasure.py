@@ -4,7 +4,7 @@ One transaction per user: the user's conversations with their messages, every ru
 or in those conversations with its steps, what other apps keep about them (scores and feedback,
 webhook payloads: they listen to `EndUserDataDeleted`), and the user record itself. Each table
 is one DELETE over a subquery of ids, so a user with many runs is a handful of statements. The
-usage rollup keeps its anonymous totals. The deletion is audited (`end_user.data_deleted`, with
+usage rollup keeps its anonymous totals; the analytics and Overview rollup loses the runs. The deletion is audited (`end_user.data_deleted`, with
 the counts; the user's id only, never their name or email).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Q
 
-from apps.activity import events
+from apps.activity import analytics, events
 from apps.activity.models import Conversation, EndUser, Message, Run, RunStep
 from apps.common.errors import NotFound
 from apps.workspaces.audit import audit_record
@@ -42,6 +42,9 @@ def end_user_data_delete(*, agent: Agent, user_id: str) -> dict[str, int]:
                 run_ids=run_ids,
             )
         )
+        # The analytics and Overview rollup show the activity kept, as after a retention purge
+        # (the usage rollup keeps its anonymous totals: billing history).
+        analytics.rows_deleted(agent.pk, Run.objects.filter(agent=agent, id__in=run_ids))
         RunStep.objects.filter(agent=agent, run_id__in=run_ids).delete()
         messages = Message.objects.filter(agent=agent).filter(
             Q(conversation_id__in=conversation_ids) | Q(run_id__in=run_ids)

@@ -12,6 +12,7 @@ from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from apps.activity import analytics
+from apps.activity.erasure import end_user_data_delete
 from apps.activity.models import Rollup, RollupLatency, Run, RunStep
 from apps.activity.overview import overview_get
 from apps.activity.overview_rollup import overview_of_rollups
@@ -171,6 +172,14 @@ def test_the_rollup_follows_the_retention_purge(agent):
     old = overview_of_rollups(agent.pk, OverviewScope(first_day=date(2026, 4, 20),
                                                       last_day=date(2026, 5, 1)))  # fmt: skip
     assert old.totals["runs"] == 0 and old.credits_by_user == [] and old.top_tools == []
+
+
+def test_the_rollup_follows_the_deletion_of_a_users_data(agent):
+    _record_varied(agent)
+    counts = end_user_data_delete(agent=agent, user_id="usr_ov1")
+    assert counts["runs"] and not Run.objects.filter(user_id="usr_ov1").exists()
+    _assert_same_figures(agent)
+    _assert_rollup_is_its_rebuild(agent)
 
 
 def test_the_overview_reads_no_runs_unless_filtered_by_user_model_or_status(agent):
