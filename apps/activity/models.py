@@ -227,9 +227,10 @@ class Message(models.Model):
     updated_at = models.DateTimeField(null=True, blank=True)
     # Word search (apps.activity.search_index): the words of the text parts as indexed, and
     # their text search configuration. PostgreSQL stores `search_vector` from them (a generated
-    # column with a GIN index, migration 0015), which the ORM never reads.
+    # column with a GIN index, migration 0015), which the ORM never reads. The database default
+    # lets rows written in SQL (fills, benchmarks) leave the configuration out.
     search_text = models.TextField(null=True, blank=True)
-    search_config = models.CharField(max_length=20, default="simple")
+    search_config = models.CharField(max_length=20, default="simple", db_default="simple")
 
     class Meta:
         indexes = [
@@ -438,7 +439,7 @@ class RunStep(TokenUsage):
     updated_at = models.DateTimeField()
     # Word search over input, output, error and query, as on Message.
     search_text = models.TextField(null=True, blank=True)
-    search_config = models.CharField(max_length=20, default="simple")
+    search_config = models.CharField(max_length=20, default="simple", db_default="simple")
 
     class Meta:
         indexes = [

@@ -122,7 +122,7 @@ def test_users_and_runs_pages_and_details(console_page, seeded):
 def test_older_then_newer_lands_on_the_same_runs_and_answers_show_their_turn(console_page, seeded):
     page = console_page
     page.goto(f"{page.live_server_url}/runs/")
-    links = page.locator("#run-table tbody tr td:first-child a")
+    links = page.locator('#run-table tbody tr td[data-label="Run"] a')
     expect(links.first).to_be_visible()
     first_page = links.evaluate_all("links => links.map(link => link.href)")
     expect(page.locator("#newer-link")).to_have_count(0)  # the newest page has nothing newer

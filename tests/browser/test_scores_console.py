@@ -3,6 +3,7 @@ configs), sees an end user's thumbs down beside the message in the transcript, a
 run on the Runs list by "Has negative feedback"."""
 
 import pytest
+from playwright.sync_api import expect
 
 from apps.scores.models import Score
 from tests.activity.factories import (
@@ -60,4 +61,4 @@ def test_a_member_scores_a_run_and_finds_negative_feedback(page, live_server, me
     page.wait_for_url("**feedback=negative**")
     page.locator("#run-table tbody tr").first.wait_for()
     assert page.locator("#run-table tbody tr").count() == 1
-    assert run.id[:15] in page.locator("#run-table tbody").inner_text()
+    expect(page.locator(f'#run-table tbody a[href$="/runs/{run.id}/"]')).to_have_count(1)

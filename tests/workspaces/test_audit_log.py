@@ -234,6 +234,7 @@ def test_retention_records_what_it_deleted_as_the_system(agent, workspace, setti
         "messages": 1,
         "runs": 1,
         "scores": 0,
+        "unanswered_questions": 0,
         "webhook_deliveries": 0,
     }
 
