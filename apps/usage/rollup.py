@@ -17,7 +17,6 @@ import zlib
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import date
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.db import connection, transaction
@@ -26,13 +25,13 @@ from django.utils import timezone
 
 from apps.activity.events import RunRecorded
 from apps.activity.models import Run, RunStatus
+from apps.common.credits import credits_decimal
 from apps.usage.days import month_start, utc_day
 from apps.usage.latency import BOUNDARIES, bucket_of
 from apps.usage.models import ROLLUP_STRIPES, DailyLatency, DailyUsage
 from apps.usage.services import thresholds_check
 from apps.workspaces.models import Agent
 
-CREDIT_PLACES = Decimal("0.000000001")
 TOKEN_FIELDS = (
     "input_tokens",
     "output_tokens",
@@ -42,14 +41,6 @@ TOKEN_FIELDS = (
 )
 STATUS_FIELDS = {status.value: f"{status.value}_runs" for status in RunStatus}
 COUNTER_FIELDS = ("runs", *STATUS_FIELDS.values(), *TOKEN_FIELDS, "credits_charged")
-
-
-def credits_decimal(value: float | None) -> Decimal:
-    """A run's float credits as the rollup counts them: 15 significant digits (what a float
-    holds, and what PostgreSQL's float-to-numeric cast keeps), then 9 decimals."""
-    if value is None:
-        return Decimal(0)
-    return Decimal(format(value, ".15g")).quantize(CREDIT_PLACES, rounding=ROUND_HALF_UP)
 
 
 # --- keeping the rollup as runs are recorded ----------------------------------------------------

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from apps.activity.models import Run
-from apps.usage.rollup import credits_decimal
+from apps.common.credits import credits_decimal
 from apps.workspaces.models import Agent, Workspace
 from tests.usage.helpers import record_run
 

@@ -10,10 +10,11 @@ from django.db import connection
 from django.db.models import Sum
 
 from apps.activity.models import Run
+from apps.common.credits import credits_decimal
 from apps.usage import rollup
 from apps.usage.latency import BOUNDARIES
 from apps.usage.models import DailyLatency, DailyUsage
-from apps.usage.rollup import credits_decimal, rollup_rebuild
+from apps.usage.rollup import rollup_rebuild
 from tests.activity.factories import run_factory
 from tests.usage.helpers import conversation, record, record_run, rollup_state
 
