@@ -8,11 +8,10 @@ rolls back with the run itself, and they must not do network I/O.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 from apps.activity.models import Run
-from apps.common.events import Announcement, Question
+from apps.common.events import Announcement
 
 
 @dataclass(frozen=True)
@@ -40,25 +39,6 @@ def announce_runs_recorded(events: list[RunRecorded]) -> None:
     runs_recorded.announce(events)
     for event in events:
         run_recorded.announce(event)
-
-
-# --- Questions answered by whoever knows -----------------------------------------------------------
-# Not announcements: the caller wants an answer. The app that knows registers a provider in its
-# `AppConfig.ready()`; without one the caller works it out from the runs.
-
-# An Agent's turn-latency histograms ({day: {bucket: runs}}, buckets of apps.common.latency) for
-# the days from `first_day` to `last_day`: usage keeps them in its rollup and registers the
-# provider (apps.usage.apps), so the Overview reads O(days) rows, the same ones the Usage page
-# reads, instead of scanning the period's runs.
-_latency_histograms: Question[[str, date, date], dict[date, dict[int, int]]] = Question()
-provide_latency_histograms = _latency_histograms.provide
-
-
-def latency_histograms(
-    *, agent_id: str, first_day: date, last_day: date
-) -> dict[date, dict[int, int]] | None:
-    """The days' histograms from the provider, or None without one."""
-    return _latency_histograms.ask(agent_id, first_day, last_day)
 
 
 # --- Record kinds other apps add to POST /v1/ingest --------------------------------------------

@@ -11,11 +11,6 @@ class UsageConfig(AppConfig):
         from apps.usage.rollup import rollup_on_runs_recorded
 
         on_runs_recorded(rollup_on_runs_recorded)
-        # The Overview's latency panel reads the rollup's histograms, as the Usage page does.
-        from apps.activity.events import provide_latency_histograms
-        from apps.usage.selectors import agent_latency_histograms
-
-        provide_latency_histograms(agent_latency_histograms)
 
         # The console's credit-limit banner caches the month's credits: a threshold crossed
         # drops that figure, so the warning shows on the next page.

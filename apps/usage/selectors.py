@@ -22,7 +22,7 @@ from django.utils import timezone
 from apps.common.errors import BadRequest, NotFound
 from apps.usage.days import month_start, next_month, utc_day
 from apps.usage.latency import bucket_value
-from apps.usage.models import DailyLatency, DailyUsage
+from apps.usage.models import DailyUsage
 from apps.usage.rollup import COUNTER_FIELDS
 from apps.workspaces.models import Agent, Workspace
 
@@ -313,24 +313,6 @@ def _latency_percentiles(
             (grouping, agent_key, _as_date(day_key)): (percentile_of(p50), percentile_of(p95))
             for grouping, agent_key, day_key, p50, p95 in cursor.fetchall()
         }
-
-
-def agent_latency_histograms(
-    agent_id: str, first_day: date, last_day: date
-) -> dict[date, dict[int, int]]:
-    """One Agent's turn-latency histogram per day, from the days' rollup rows (the Overview's
-    latency panel, through apps.activity.events): one range of usage_latency_agent_day_bucket_stripe,
-    about 50 rows a day (times its stripes) whatever the number of runs."""
-    histograms: dict[date, dict[int, int]] = defaultdict(dict)
-    rows = (
-        DailyLatency.objects.filter(agent_id=agent_id, day__gte=first_day, day__lte=last_day)
-        .values("day", "bucket")
-        .annotate(total=Sum("runs"))
-        .values_list("day", "bucket", "total")
-    )
-    for day, bucket, runs in rows:
-        histograms[day][bucket] = runs
-    return dict(histograms)
 
 
 def _counter_sums(scope: Q, *keys: str) -> list[dict[str, Any]]:

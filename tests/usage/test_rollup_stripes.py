@@ -16,7 +16,7 @@ from django.db.models import Sum
 from apps.usage import tiers
 from apps.usage.models import ROLLUP_STRIPES, DailyLatency, DailyUsage
 from apps.usage.rollup import connection_stripe, rollup_rebuild, rollup_stripe
-from apps.usage.selectors import Period, agent_latency_histograms, usage_get
+from apps.usage.selectors import Period, usage_get
 from apps.usage.services import month_credits
 from tests.usage.helpers import conversation, record, record_run, rollup_state
 
@@ -58,8 +58,6 @@ def _figures(workspace, agent) -> list:
                 }
             )
     answers.append(month_credits(workspace_id=workspace.pk, month=date(2026, 3, 1)))
-    # The Overview's latency panel reads the same rows.
-    answers.append(agent_latency_histograms(agent.pk, date(2026, 3, 1), today))
     return answers
 
 
