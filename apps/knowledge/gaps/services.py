@@ -40,6 +40,7 @@ from apps.knowledge.gaps.models import (
     KnowledgeGapQuestion,
     KnowledgeGapSweep,
 )
+from apps.knowledge.gaps.vectors import question_vectors, vector_from_bytes, vector_to_bytes
 from apps.knowledge.models import KnowledgeDocument
 from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 
@@ -51,11 +52,9 @@ logger = logging.getLogger(__name__)
 LOW_SCORE = 0.5
 # How long "how often a document was retrieved" looks back; older retrievals are pruned.
 RETRIEVAL_DAYS = 30
-# Steps read per transaction, occurrences grouped per transaction, distinct questions embedded
-# per model call.
+# Steps read per transaction, occurrences grouped per transaction.
 SCAN_BATCH = 2000
 GROUP_BATCH = 500
-EMBED_BATCH = 32
 PRUNE_BATCH = 5000
 
 
@@ -277,14 +276,6 @@ def question_key(text: str) -> str:
     return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
 
 
-def vector_to_bytes(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def vector_from_bytes(data: bytes | memoryview) -> np.ndarray:
-    return np.frombuffer(bytes(data), dtype="<f4").astype(np.float32)
-
-
 @dataclass
 class _Touched:
     """What one grouping batch adds to a group."""
@@ -353,14 +344,13 @@ def _fresh_assign(
     now: datetime,
 ) -> None:
     """Embed the new wordings and give each a group: the nearest centroid or a new group."""
-    texts = [occurrence.query for occurrence in fresh.values()]
-    vectors = np.concatenate(
-        [_embed(texts[start : start + EMBED_BATCH]) for start in range(0, len(texts), EMBED_BATCH)]
-    )
+    vectors, thresholds = question_vectors([occurrence.query for occurrence in fresh.values()])
     for gap in KnowledgeGap.objects.filter(agent_id=agent_id).only("id", "vector_sum"):
         centroids.add_group(gap.pk, vector_from_bytes(gap.vector_sum))
-    for (key, occurrence), vector in zip(fresh.items(), vectors, strict=True):
-        row, new = centroids.assign(vector)
+    for (key, occurrence), vector, threshold in zip(
+        fresh.items(), vectors, thresholds, strict=True
+    ):
+        row, new = centroids.assign(vector, threshold=threshold)
         if new:
             gap = KnowledgeGap.objects.create(
                 agent_id=agent_id,
@@ -416,12 +406,6 @@ def _sum_of(centroids: clustering.Centroids, gap_id: str) -> np.ndarray | None:
         return centroids.sums[centroids.keys.index(gap_id)]
     except ValueError:  # a group only known questions went to: its centroid did not move
         return None
-
-
-def _embed(texts: list[str]) -> np.ndarray:
-    from apps.knowledge.embeddings import embed_texts
-
-    return embed_texts(texts)
 
 
 def _gap_add(gap_id: str, added: _Touched, *, vector_sum: np.ndarray | None, now: datetime) -> int:
