@@ -2,7 +2,7 @@
 
     uv run python benchmarks/recording.py [--seconds 10] [--clients 16] [--batch 100]
         [--step-runs 10] [--steps-per-run 99] [--otlp-traces 100] [--spans-per-trace 10]
-        [--rounds 3] [--waits] [--only CASE ...] [--tiny] [--dimensions none|otlp|all]
+        [--rounds 3] [--waits] [--cpu] [--only CASE ...] [--tiny] [--dimensions none|otlp|all]
 
 Starts the service as the README runs it in production (gunicorn, 2 workers x 4 threads, on
 loopback) against a database of its own (RECORDING_DATABASE_URL, default
@@ -21,8 +21,9 @@ answered 200 for:
   (`--otlp-traces` traces of `--spans-per-trace` spans: an invoke_agent root, chat spans with
   token usage, execute_tool spans), 1 client and 4 clients.
 
-Prints one line per case (records/s, requests/s, p50/p95 latency, load average) and the
-one-Agent / spread ratios. `--tiny` runs every case for a moment at a small size (the smoke run
+Prints one line per case (records/s, requests/s, p50/p95 latency, load average; with `--cpu`
+the service's CPU per 1,000 records: gunicorn's and its PostgreSQL backends', from /proc, the
+figure to compare two builds by on a machine others load) and the one-Agent / spread ratios. `--tiny` runs every case for a moment at a small size (the smoke run
 of tests/benchmarks/).
 
 The two cases of each ratio (16 clients on one Agent, and spread) run as a pair, `--rounds`
@@ -404,6 +405,56 @@ def connections_per_worker(port: int) -> str:
     return "/".join(str(count) for count in sorted(counts.values(), reverse=True)) or "?"
 
 
+class ServerCpu:
+    """The CPU time the service spends on a case: gunicorn (its master and workers) and the
+    PostgreSQL backends connected to the benchmark database, from /proc (Linux), so a case's
+    cost per record can be compared between two builds on a machine that others load too
+    (their throughput moves with the load; the CPU a record costs much less)."""
+
+    def __init__(self, server_pid: int, database_url: str) -> None:
+        self.server_pid = server_pid
+        self.database_url = database_url
+        self.database = database_url.rsplit("/", 1)[1]
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def _pids(self) -> list[int]:
+        import psycopg
+
+        with psycopg.connect(self.database_url, autocommit=True) as connection:
+            backends = [
+                pid
+                for (pid,) in connection.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s "
+                    "AND pid <> pg_backend_pid()",
+                    [self.database],
+                ).fetchall()
+            ]
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.server_pid:
+                children.append(int(stat.parent.name))
+        return [self.server_pid, *children, *backends]
+
+    def snapshot(self) -> dict[int, float]:
+        seconds = {}
+        for pid in self._pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            seconds[pid] = (int(fields[11]) + int(fields[12])) / self.tick
+        return seconds
+
+    @staticmethod
+    def spent(before: dict[int, float], after: dict[int, float]) -> float:
+        """Seconds of CPU between two snapshots (a process born in between counts whole)."""
+        return sum(value - before.get(pid, 0.0) for pid, value in after.items())
+
+
 def run_case(
     case: Case,
     *,
@@ -411,6 +462,7 @@ def run_case(
     credentials: list[dict],
     seconds: float,
     waits_url: str | None = None,
+    cpu: ServerCpu | None = None,
 ) -> dict:
     lanes = []
     for client in range(case.clients):
@@ -434,6 +486,7 @@ def run_case(
     sampler = WaitSampler(waits_url) if waits_url else None
     if sampler:
         sampler.start()
+    cpu_before = cpu.snapshot() if cpu else {}
     stop_at = time.monotonic() + seconds
     started = time.monotonic()
     threads = [
@@ -451,6 +504,7 @@ def run_case(
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - started
+    cpu_seconds = ServerCpu.spent(cpu_before, cpu.snapshot()) if cpu else None
     if sampler:
         sampler.finish()
     if outcome.failures or warm.failures:
@@ -465,6 +519,10 @@ def run_case(
         "p95": latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))] * 1000,
         "load": os.getloadavg()[0],
         "waits": f"{sampler.summary()}; connections per worker {split}" if sampler else None,
+        # Milliseconds of the service's CPU per 1,000 records.
+        "cpu": cpu_seconds * 1e6 / max(outcome.requests * case.per_request, 1)
+        if cpu_seconds is not None
+        else None,
     }
 
 
@@ -596,6 +654,10 @@ def main() -> None:
         default="none",
         help="run dimensions in the OTLP traces (otlp), and in the ingest run records (all)",
     )
+    parser.add_argument(
+        "--cpu", action="store_true",
+        help="also print the service's CPU (gunicorn + its PostgreSQL backends) per 1,000 records",
+    )  # fmt: skip
     parser.add_argument("--only", nargs="*", help="run the cases whose name has these words")
     parser.add_argument("--tiny", action="store_true", help="every case, a moment, small sizes")
     args = parser.parse_args()
@@ -619,6 +681,7 @@ def main() -> None:
         flush=True,
     )
     server = start_server(env, args.port)
+    cpu = ServerCpu(server.pid, database_url) if args.cpu else None
     results = []
     try:
         wait_until_up(args.port, credentials[0]["key"])
@@ -626,7 +689,7 @@ def main() -> None:
             settle()  # outside the clock: every case starts on the same footing
             result = run_case(
                 case, port=args.port, credentials=credentials, seconds=args.seconds,
-                waits_url=database_url if args.waits else None,
+                waits_url=database_url if args.waits else None, cpu=cpu,
             )  # fmt: skip
             result["round"] = number
             results.append(result)
@@ -634,7 +697,8 @@ def main() -> None:
             print(
                 f"  {name:42s} {result['rate']:9.1f} {result['unit']}/s  "
                 f"{result['requests']:6d} requests  p50 {result['p50']:7.1f} ms  "
-                f"p95 {result['p95']:7.1f} ms  load {result['load']:.2f}",
+                f"p95 {result['p95']:7.1f} ms  load {result['load']:.2f}"
+                + (f"  CPU {result['cpu']:.0f} ms per 1,000" if result["cpu"] is not None else ""),
                 flush=True,
             )
             if result["waits"]:

@@ -91,7 +91,7 @@ SCRIPTS: dict[str, list[str]] = {
     "pdf_vs_markitdown.py": ["--repeats", "1"],
     # Every case (runs, steps, OTLP protobuf; one Agent and spread) for half a second, 2
     # clients, small batches, through gunicorn as production runs it.
-    "recording.py": ["--tiny"],
+    "recording.py": ["--tiny", "--cpu"],
     "otlp_hostile.py": ["--tiny"],  # one request of parentless spans; probes beside them
     "profile_request.py": ["--requests", "2", "--runs", "300", "--page", "deep", "--build",
                            "stock", "--top", "3"],
