@@ -29,8 +29,6 @@ MODULE_EXCEPTIONS = {
     "COPY/upsert); being extended by the word search and Overview work",
     "apps/activity/selectors.py": "the activity lists and their filters, being changed by the "
     "console work; split by list once it lands",
-    "apps/common/lexical.py": "what keyword search indexes and asks, shared by knowledge "
-    "search and word search; its stop-word lists are the next module to leave",
 }
 FUNCTION_EXCEPTIONS: dict[str, str] = {}
 
