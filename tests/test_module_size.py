@@ -27,8 +27,6 @@ MODULE_EXCEPTIONS = {
     "apps/activity/recording.py": "the set-based recording engine, whose class Unit alone is "
     "~535 lines of one state (prefetch, apply every kind of record in memory, flush by "
     "COPY/upsert); being extended by the word search and Overview work",
-    "apps/activity/selectors.py": "the activity lists and their filters, being changed by the "
-    "console work; split by list once it lands",
 }
 FUNCTION_EXCEPTIONS: dict[str, str] = {}
 
