@@ -22,7 +22,7 @@ from apps.activity import score_filters, selectors
 from apps.activity.bulk_bar import OWNER_ACTIONS, bulk_actions
 from apps.activity.erasure import end_user_data_delete
 from apps.activity.models import Conversation, EndUser, Run
-from apps.activity.pages import (
+from apps.activity.pages.lists import (
     _filters,
     _identity_filter,
     _score_filtered,

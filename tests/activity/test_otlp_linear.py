@@ -1,8 +1,8 @@
 """OTLP recording is linear in the spans of a request, whatever their shape (issue 34).
 
 The work a request costs is counted, not timed: the Python lines the recording code executes
-(`sys.settrace` over apps/activity/otlp.py, tracing.py and recording.py, every loop iteration a
-line event) and the SQL statements it sends (CaptureQueriesContext). Each generated shape is
+(`sys.settrace` over apps/activity/otlp.py, tracing.py and the recording/ package, every loop
+iteration a line event) and the SQL statements it sends (CaptureQueriesContext). Each generated shape is
 posted at n and at 4n spans; linear work grows at most fourfold (the fixed cost of a request
 makes it less; a generated shape's mix of placed and waiting spans varies a little with its
 size, hence the slack), quadratic work about sixteenfold, and the statements do not grow."""
@@ -10,6 +10,7 @@ size, hence the slack), quadratic work about sixteenfold, and the statements do 
 import itertools
 import random
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -22,7 +23,14 @@ from apps.activity.models import PendingSpan, RunStep
 
 PATH = "/v1/otlp/v1/traces"
 T0 = 1_738_324_800_000_000_000
-_FILES = ("apps/activity/otlp.py", "apps/activity/tracing.py", "apps/activity/recording.py")
+# The recording code whose lines are counted: modules, and packages (every module in them).
+_TRACED = ("apps/activity/otlp.py", "apps/activity/tracing.py", "apps/activity/recording/")
+_ROOT = Path(__file__).resolve().parents[2]
+_FILES = tuple(
+    path.relative_to(_ROOT).as_posix()
+    for name in _TRACED
+    for path in ((_ROOT / name).glob("*.py") if name.endswith("/") else [_ROOT / name])
+)
 SMALL, LARGE = 80, 320
 
 pytestmark = pytest.mark.django_db
@@ -194,6 +202,12 @@ def test_recording_work_grows_linearly_with_the_spans_of_any_shape(writer, shape
     large = _cost(writer, _requests(shape, LARGE, ids, mix, random.Random(seed)))
     assert large[0] <= LARGE / SMALL * 1.5 * small[0], (shape, small, large)
     assert large[1] <= small[1] + 2, (shape, small, large)
+
+
+def test_the_counted_code_is_the_recording_code():
+    """A traced module that moves is not silently left out of the count."""
+    assert all((_ROOT / name).exists() for name in _TRACED), _TRACED
+    assert {"apps/activity/recording/unit.py", "apps/activity/recording/steps.py"} <= set(_FILES)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
