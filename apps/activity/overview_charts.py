@@ -11,6 +11,7 @@ per day (distinct counts do not add up over days). Each mark opens the runs of i
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from apps.activity import charts
 from apps.activity.overview_types import Overview
@@ -73,56 +74,71 @@ def _latency(data: Overview, buckets: list[Bucket]) -> dict[str, list]:
     return out
 
 
+def bucket_figures(data: Overview, buckets: list[Bucket]) -> dict[str, Any]:
+    """Each chart's series, a value per bucket: sums, percentiles of the merged histograms,
+    and for distinct counts the average per day when buckets are longer than a day."""
+    daily = all(b.days == 1 for b in buckets)
+    people = (lambda values: list(values)) if daily else (lambda values: _averages(values, buckets))
+    return {
+        "runs_by_status": {
+            name: _sums(values, buckets) for name, values in data.runs_by_status.items()
+        },
+        "tokens": _sums(data.tokens, buckets),
+        "credits": _sums(data.credits, buckets, 2),
+        "latency": _latency(data, buckets),
+        "active_users": people(data.active_users),
+        "conversations": people(data.conversations),
+    }
+
+
 def overview_charts(data: Overview, runs: Callable[..., str]) -> dict:
     """The charts' part of the page's context: each chart, the bucket's name ("day" or
     "week"); `runs(**params)` is the link to the runs of the period narrowed by `params`."""
     buckets = buckets_of(data.days)
     weekly = len(data.days) > DAILY_UP_TO
     per = "week" if weekly else "day"
+    figures = bucket_figures(data, buckets)
     starts = [b.first for b in buckets]
     links = [runs(**{"from": b.first.isoformat(), "to": b.last.isoformat()}) for b in buckets]
     common = {"links": links, "names": [b.name for b in buckets], "heading": per.capitalize()}
-    people = "per day, weekly average" if weekly else "per day"
-    by_status = {name: _sums(values, buckets) for name, values in data.runs_by_status.items()}
+    people = {"decimals": 1, **common} if weekly else common
+    average = ", weekly average" if weekly else ""
     return {
         "per": per,
         "daily_up_to": DAILY_UP_TO,
         "runs_chart": charts.runs_by_status(
-            starts, by_status, f"Runs per {per} by status", **common
-        ),  # fmt: skip
+            starts, figures["runs_by_status"], f"Runs per {per} by status", **common
+        ),
         "status_legend": charts.legend(list(data.runs_by_status)),
         "tokens_chart": charts.bars(
-            starts, _sums(data.tokens, buckets), f"Tokens per {per}", unit="tokens", **common
+            starts, figures["tokens"], f"Tokens per {per}", unit="tokens", **common
         ),
         "credits_chart": charts.bars(
             starts,
-            _sums(data.credits, buckets, 2),
+            figures["credits"],
             f"Credits per {per}",
             unit="credits",
-            decimals=2,
-            **common,
+            **{**common, "decimals": 2},
         ),  # fmt: skip
         "latency_chart": charts.lines(
             starts,
-            _latency(data, buckets),
+            figures["latency"],
             f"Turn latency p50 and p95 per {per}",
             unit="ms",
             **{**common, "links": [f"{link}&sort=latency" for link in links]},
         ),  # fmt: skip
         "users_chart": charts.bars(
             starts,
-            _averages(data.active_users, buckets) if weekly else data.active_users,
-            f"Active users {people}",
+            figures["active_users"],
+            f"Active users per day{average}",
             unit="users",
-            decimals=1 if weekly else 0,
-            **common,
+            **people,
         ),  # fmt: skip
         "conversations_chart": charts.bars(
             starts,
-            _averages(data.conversations, buckets) if weekly else data.conversations,
-            f"Conversations with runs {people}",
+            figures["conversations"],
+            f"Conversations with runs per day{average}",
             unit="conversations",
-            decimals=1 if weekly else 0,
-            **common,
+            **people,
         ),  # fmt: skip
     }
