@@ -6,6 +6,8 @@ Each run counts, on the UTC day it was created, under four groups of `Rollup` ro
 - `ov_run`, key "status␟model": runs, failed, tokens, credits, and the turn-latency histogram
   (`RollupLatency`) — the runs per day by status, tokens, credits, latency, the headline, the
   credits by model, narrowed by the model and status filters by key;
+- `ov_all`, key "": what `ov_run` holds, all statuses and models together — the latency
+  histogram of an Overview filtered by neither in O(days x buckets) rows;
 - `ov_tool`, key "tool␟status␟model": `count` the runs that used the tool, `failed` those in
   which it failed — the top and failing tools, narrowed the same way;
 - `ov_user`, key the end user: runs, tokens, credits — active users per day, distinct users
@@ -34,7 +36,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from django.db import connection
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum, Window
 from django.db.models.functions import Collate
 
 from apps.activity.models import Rollup, RollupLatency
@@ -54,8 +56,8 @@ from apps.common.latency import bucket_of
 
 SEP = "\x1f"
 RUNS, TOOLS, USERS, CONVERSATIONS = "ov_run", "ov_tool", "ov_user", "ov_conv"
-USERS_MONTH, COUNTS = "ov_user_m", "ov_count"
-GROUPS = (RUNS, TOOLS, USERS, CONVERSATIONS, USERS_MONTH, COUNTS)
+USERS_MONTH, COUNTS, ALL = "ov_user_m", "ov_count", "ov_all"
+GROUPS = (RUNS, TOOLS, USERS, CONVERSATIONS, USERS_MONTH, COUNTS, ALL)
 # Groups read by distinct key: their rows are never split in stripes (apps.activity.analytics),
 # so a key's row of a day is one row, holding what it adds up to, removed when that is nothing,
 # and distinct keys are counted from the unique index alone. The cost: two recordings of one
@@ -94,6 +96,7 @@ def run_contribution(delta: _Delta, values: Mapping, day: date, sign: int) -> No
     latency = values.get("total_turn_latency_ms")
     bucket = None if latency is None else bucket_of(float(latency))
     delta.add_counts(RUNS, run_key(status, model), day, sums, bucket, sign)
+    delta.add_counts(ALL, "", day, sums, bucket, sign)
     used = Counter(str(name) for name in values.get("tool_names") or [])
     failing = Counter(str(name) for name in values.get("failed_tool_names") or [])
     for tool in sorted(set(used) | set(failing)):
@@ -131,31 +134,29 @@ def _runs(agent_id: str, scope: OverviewScope, overview: Overview) -> None:
     index = {day: i for i, day in enumerate(overview.days)}
     rows = (
         _narrowed(_rows(agent_id, RUNS, previous.first_day, scope.last_day), scope, status_at=0)
-        .values("day", "key")
-        .annotate(
-            n=Sum("count"), failed=Sum("failed"), tokens=Sum("total_tokens"), credits=Sum("credits")
-        )  # fmt: skip
+        .values_list("day", "key")
+        .annotate(Sum("count"), Sum("failed"), Sum("total_tokens"), Sum("credits"))
         .order_by()
     )
     now: dict[str, Any] = {"runs": 0, "failed": 0, "tokens": 0, "credits": Decimal(0)}
     before = dict(now)
     credits = [Decimal(0)] * scope.days
     models: dict[str, list] = defaultdict(lambda: [0, Decimal(0)])
-    for row in rows:
-        status, model = row["key"].split(SEP, 1)
-        position = index.get(row["day"])
+    for day, key, n, failed, tokens, spent in rows:
+        status, model = key.split(SEP, 1)
+        position = index.get(day)
         totals = before if position is None else now
-        totals["runs"] += row["n"]
-        totals["failed"] += row["failed"]
-        totals["tokens"] += row["tokens"]
-        totals["credits"] += row["credits"]
-        if position is None or not row["n"]:
+        totals["runs"] += n
+        totals["failed"] += failed
+        totals["tokens"] += tokens
+        totals["credits"] += spent
+        if position is None or not n:
             continue
-        overview.runs_by_status[status][position] += row["n"]
-        overview.tokens[position] += row["tokens"]
-        credits[position] += row["credits"]
-        models[model][0] += row["n"]
-        models[model][1] += row["credits"]
+        overview.runs_by_status[status][position] += n
+        overview.tokens[position] += tokens
+        credits[position] += spent
+        models[model][0] += n
+        models[model][1] += spent
     overview.credits = [round(float(value), 2) for value in credits]
     overview.credits_by_model = models_ranked(models)
     for totals in (now, before):
@@ -164,22 +165,19 @@ def _runs(agent_id: str, scope: OverviewScope, overview: Overview) -> None:
 
 
 def _latency(agent_id: str, scope: OverviewScope) -> dict[date, dict[int, int]]:
-    rows = (
-        _narrowed(
-            RollupLatency.objects.filter(
-                agent_id=agent_id, group=RUNS, day__gte=scope.first_day, day__lte=scope.last_day
-            ),
-            scope,
-            status_at=0,
-        )
-        .values("day", "bucket")
-        .annotate(n=Sum("count"))
-        .order_by()
+    """The days' histograms: from `ov_all` unless narrowed by status or model (`ov_run`)."""
+    narrowed = bool(scope.status or scope.model_id)
+    rows = RollupLatency.objects.filter(
+        agent_id=agent_id,
+        group=RUNS if narrowed else ALL,
+        day__gte=scope.first_day,
+        day__lte=scope.last_day,
     )
+    rows = _narrowed(rows, scope, status_at=0) if narrowed else rows
     histograms: dict[date, dict[int, int]] = defaultdict(dict)
-    for row in rows:
-        if row["n"]:
-            histograms[row["day"]][row["bucket"]] = row["n"]
+    for day, bucket, n in rows.values_list("day", "bucket").annotate(Sum("count")).order_by():
+        if n:
+            histograms[day][bucket] = n
     return dict(histograms)
 
 
@@ -263,7 +261,9 @@ def _people(agent_id: str, scope: OverviewScope) -> People:
     and conversations per day from `ov_count`."""
     previous = scope.previous()
     users = _user_rows(agent_id, scope.first_day, scope.last_day).values("key").order_by()
-    spent = users.annotate(n=Sum("count"), tokens=Sum("total_tokens"), credits=Sum("credits"))
+    # The users who spent most, each with how many users there are (a window over the groups).
+    spent = users.annotate(n=Sum("count"), tokens=Sum("total_tokens"), credits=Sum("credits"),
+                           users=Window(Count("*")))  # fmt: skip
     top = list(spent.order_by("-credits", "-n", _by_code_point("key"))[:TOP_USERS])
     rows = [(row["key"], row["n"], row["tokens"], row["credits"]) for row in top]
     ranked = users_ranked(rows, {})
@@ -272,7 +272,7 @@ def _people(agent_id: str, scope: OverviewScope) -> People:
     return People(
         active_users=per_day[USERS],
         conversations=per_day[CONVERSATIONS],
-        users=users.distinct().count(),
+        users=top[0]["users"] if top else 0,
         previous_users=before.order_by().distinct().count(),
         credits_by_user=users_ranked(rows, user_names(agent_id, [u.user_id for u in ranked])),
     )

@@ -10,6 +10,7 @@ apps.common.credits counts them), into stripe 0.
 from django.db import connection
 
 from apps.activity.overview_rollup import (
+    ALL,
     CONVERSATIONS,
     COUNTED,
     COUNTS,
@@ -43,6 +44,7 @@ _STEP_GROUPS = {
 _RUN_GROUPS = {
     "environment": ("coalesce(environment, '')", "TRUE", True),
     "release": ("coalesce(release, '')", "TRUE", True),
+    ALL: ("''", "TRUE", True),
     RUNS: (f"status || {_SEP} || {_part('model_id', 200)}", "TRUE", True),
     USERS: (_part("user_id", 255), "coalesce(user_id, '') <> ''", False),
     USERS_MONTH: (_part("user_id", 255), "coalesce(user_id, '') <> ''", False),
