@@ -117,6 +117,18 @@ def _rows(agent_id: str, group: str, first: date, last: date):
     return Rollup.objects.filter(agent_id=agent_id, group=group, day__gte=first, day__lte=last)
 
 
+def _plain(rows) -> list[tuple]:
+    """The rows of a `values_list` query as the database driver gives them: without Django's
+    per-row conversions (thousands of rows for a long period; sums are already int / Decimal)
+    on PostgreSQL; elsewhere (SQLite gives dates as text) through Django."""
+    if connection.vendor != "postgresql":
+        return list(rows)
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def _narrowed(rows, scope: OverviewScope, *, status_at: int):
     """Rows whose key names the scope's status (at part `status_at`) and model (the last part)."""
     if scope.status:
@@ -132,7 +144,7 @@ def _runs(agent_id: str, scope: OverviewScope, overview: Overview) -> None:
     """Runs by status per day, tokens, credits, the headline, the period before, the models."""
     previous = scope.previous()
     index = {day: i for i, day in enumerate(overview.days)}
-    rows = (
+    rows = _plain(
         _narrowed(_rows(agent_id, RUNS, previous.first_day, scope.last_day), scope, status_at=0)
         .values_list("day", "key")
         .annotate(Sum("count"), Sum("failed"), Sum("total_tokens"), Sum("credits"))
@@ -175,7 +187,9 @@ def _latency(agent_id: str, scope: OverviewScope) -> dict[date, dict[int, int]]:
     )
     rows = _narrowed(rows, scope, status_at=0) if narrowed else rows
     histograms: dict[date, dict[int, int]] = defaultdict(dict)
-    for day, bucket, n in rows.values_list("day", "bucket").annotate(Sum("count")).order_by():
+    for day, bucket, n in _plain(
+        rows.values_list("day", "bucket").annotate(Sum("count")).order_by()
+    ):
         if n:
             histograms[day][bucket] = n
     return dict(histograms)
