@@ -14,10 +14,10 @@ from datetime import date
 from typing import Any
 
 from apps.activity import charts
-from apps.activity.overview_types import Overview
+from apps.activity.overview_types import DAILY_UP_TO, Overview
 from apps.common.latency import merged, percentiles
 
-DAILY_UP_TO = 92
+__all__ = ["DAILY_UP_TO", "Bucket", "bucket_figures", "buckets_of", "overview_charts"]
 
 
 @dataclass(frozen=True)

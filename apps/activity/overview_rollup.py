@@ -119,7 +119,7 @@ def _rows(agent_id: str, group: str, first: date, last: date):
 
 def _plain(rows) -> list[tuple]:
     """The rows of a `values_list` query as the database driver gives them: without Django's
-    per-row conversions (thousands of rows for a long period; sums are already int / Decimal)
+    per-row conversions (thousands of rows for a long period; sums of integers come as Decimal)
     on PostgreSQL; elsewhere (SQLite gives dates as text) through Django."""
     if connection.vendor != "postgresql":
         return list(rows)
@@ -154,7 +154,8 @@ def _runs(agent_id: str, scope: OverviewScope, overview: Overview) -> None:
     before = dict(now)
     credits = [Decimal(0)] * scope.days
     models: dict[str, list] = defaultdict(lambda: [0, Decimal(0)])
-    for day, key, n, failed, tokens, spent in rows:
+    for day, key, *sums, spent in rows:
+        n, failed, tokens = (int(value) for value in sums)  # PostgreSQL sums bigints as numeric
         status, model = key.split(SEP, 1)
         position = index.get(day)
         totals = before if position is None else now
@@ -191,7 +192,7 @@ def _latency(agent_id: str, scope: OverviewScope) -> dict[date, dict[int, int]]:
         rows.values_list("day", "bucket").annotate(Sum("count")).order_by()
     ):
         if n:
-            histograms[day][bucket] = n
+            histograms[day][bucket] = int(n)  # PostgreSQL sums bigints as numeric
     return dict(histograms)
 
 

@@ -138,6 +138,10 @@ def _assert_same_figures(agent, periods=PERIODS) -> None:
             from_runs = asdict(overview_of_runs(agent.pk, scope))
             for name, value in from_runs.items():
                 assert from_rollups[name] == value, (first, last, filters, name)
+            # Counts are integers (a Decimal equals its int but ranks percentiles otherwise).
+            counts = [n for day in from_rollups["histograms"].values() for n in day.values()]
+            counts += [from_rollups["totals"][name] for name in ("runs", "failed", "tokens")]
+            assert all(type(n) is int for n in counts), (first, last, filters)
 
 
 def _rollup_rows() -> tuple[list, list]:
