@@ -39,7 +39,7 @@ from django.db import connection
 from django.db.models import Count, Q, Sum, Window
 from django.db.models.functions import Collate
 
-from apps.activity.models import Rollup, RollupLatency
+from apps.activity.models import Rollup, RollupLatency, RunStatus
 from apps.activity.overview_runs import people_of_runs, user_names
 from apps.activity.overview_types import (
     STATUS_ORDER,
@@ -130,7 +130,12 @@ def _plain(rows) -> list[tuple]:
 
 
 def _narrowed(rows, scope: OverviewScope, *, status_at: int):
-    """Rows whose key names the scope's status (at part `status_at`) and model (the last part)."""
+    """Rows whose key names the scope's status (at part `status_at`) and model (the last part).
+    `ov_run` keys of a model are listed (one per status): equalities the index range checks
+    itself, where a suffix is a filter on every row of the days."""
+    if status_at == 0 and scope.model_id:
+        statuses = [scope.status] if scope.status else list(RunStatus.values)
+        return rows.filter(key__in=[run_key(status, scope.model_id) for status in statuses])
     if scope.status:
         prefix = SEP * status_at
         rows = (rows.filter(key__startswith=f"{scope.status}{SEP}") if status_at == 0
