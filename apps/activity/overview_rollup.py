@@ -1,7 +1,8 @@
 """The Overview's figures kept in the analytics rollup (apps.activity.analytics) as runs are
 recorded, and read back over any period in O(days) rows.
 
-Each run counts, on the UTC day it was created, under four groups of `Rollup` rows:
+Each run counts, on the UTC day it was created (its month for `ov_user_m`), under these groups
+of `Rollup` rows:
 
 - `ov_run`, key "status␟model": runs, failed, tokens, credits, and the turn-latency histogram
   (`RollupLatency`) — the runs per day by status, tokens, credits, latency, the headline, the
@@ -15,7 +16,7 @@ Each run counts, on the UTC day it was created, under four groups of `Rollup` ro
 - `ov_conv`, key the conversation: runs — conversations per day;
 - `ov_user_m`, key the end user, on the first day of the month: what `ov_user` holds, by month
   — distinct users and the users who spent most over a long period read whole months here and
-  only the days at either end from `ov_user` (apps.activity.overview_people);
+  only the days at either end from `ov_user` (`_people` below);
 - `ov_count`, key `ov_user` or `ov_conv`: how many rows that group holds on the day, so the
   active users and conversations per day are O(days) rows, not O(days x users). Not a run's
   contribution: the rollup's upsert adds one when it inserts such a row and takes one away when
