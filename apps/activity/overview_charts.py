@@ -100,8 +100,10 @@ def overview_charts(data: Overview, runs: Callable[..., str]) -> dict:
     figures = bucket_figures(data, buckets)
     starts = [b.first for b in buckets]
     links = [runs(**{"from": b.first.isoformat(), "to": b.last.isoformat()}) for b in buckets]
-    common = {"links": links, "names": [b.name for b in buckets], "heading": per.capitalize()}
-    people = {"decimals": 1, **common} if weekly else common
+    common: dict[str, Any] = {
+        "links": links, "names": [b.name for b in buckets], "heading": per.capitalize()
+    }  # fmt: skip
+    people: dict[str, Any] = {"decimals": 1, **common} if weekly else common
     average = ", weekly average" if weekly else ""
     return {
         "per": per,
