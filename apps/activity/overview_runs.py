@@ -43,10 +43,12 @@ def headline(runs) -> dict:
 
 
 # One pass over the period's matching runs on PostgreSQL: grouped by day, user and conversation
-# once, then counted per day and summed per user (`kind` 0 and 1).
+# once, then counted per day and summed per user (`kind` 0 and 1). Credits are summed exactly
+# (apps.common.credits, as the rollup sums them): two users who spent the same rank by id.
 _PEOPLE_SQL = (
     "WITH grouped AS MATERIALIZED (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, user_id, "
-    "conversation_id, count(*) AS n, sum(total_tokens) AS tokens, sum(credits_charged) AS credits "
+    "conversation_id, count(*) AS n, sum(total_tokens) AS tokens, "
+    "sum(round(credits_charged::numeric, 9)) AS credits "
     "FROM activity_run WHERE {where} GROUP BY 1, 2, 3) "
     "SELECT 0, day::text, count(DISTINCT user_id), count(DISTINCT conversation_id), 0.0 "
     "FROM grouped GROUP BY day "

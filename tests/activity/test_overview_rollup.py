@@ -266,6 +266,10 @@ def test_the_month_tier_gives_the_runs_figures_over_month_edges(agent):
     record(agent, {"type": "run", "id": run_ids[3], "user_id": "usr_ov3"})
     record(agent, {"type": "run", "id": run_ids[7], "user_id": None})
     record(agent, {"type": "run", "id": run_ids[4], "user_id": "usr_ov0"})
+    # And one moves from Feb 1 to Mar 1: out of one month's and day's rows, into others.
+    assert Run.objects.get(id=run_ids[9]).created_at.date() == date(2026, 2, 1)
+    record(agent, {"type": "run", "id": run_ids[9],
+                   "created_at": iso(datetime(2026, 3, 1, 2, tzinfo=UTC))})  # fmt: skip
     figures = overview_of_rollups(agent.pk, OverviewScope(first_day=date(2026, 1, 15),
                                                           last_day=date(2026, 4, 10)))  # fmt: skip
     assert figures.totals["users"] == 4 and len(figures.credits_by_user) == 4
