@@ -20,7 +20,7 @@ same advisory locks: a recording holds one stripe of its Agent for both).
 """
 
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -30,7 +30,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet, Sum
 
-from apps.activity import overview_rollup
+from apps.activity import overview_rollup, rollup_counts
 from apps.activity.models import Rollup, RollupLatency, Run, RunStep
 from apps.activity.rollup_rebuild import rollup_rebuild_sql
 from apps.api.pagination import unknown_query_refuse
@@ -222,9 +222,12 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
         if counter_rows:
             sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTER_KINDS, len(counter_rows),
                               stripe_sql)  # fmt: skip
-            parts.append(f", counters AS ({sql})")
+            parts.append(f", counters AS ({sql}{rollup_counts.RETURNING_SQL})")
             params.append(list(overview_rollup.UNSTRIPED))  # stripe_sql's, before the rows
             params += [value for row in counter_rows for value in row]
+            # The rows of the counted groups it inserts, counted (apps.activity.rollup_counts).
+            parts.append(rollup_counts.INSERTED_SQL)
+            params += [agent_id, overview_rollup.COUNTS, list(overview_rollup.COUNTED)]
         if bucket_rows:
             sql = _insert_sql(RollupLatency._meta.db_table, [*_KEYS, ("bucket", "smallint")],
                               (("count", "bigint"),), len(bucket_rows), stripe_sql)  # fmt: skip
@@ -237,13 +240,17 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
             stripe = cursor.fetchone()[0]
     else:
         stripe = own
+        inserted = []
         for (group, key, day), values in counters:
-            row, _ = Rollup.objects.get_or_create(
+            row, created = Rollup.objects.get_or_create(
                 agent_id=agent_id, group=group, day=day, key=key, stripe=stripe
             )
             for name, value in zip(_COUNTERS, values, strict=True):
                 setattr(row, name, getattr(row, name) + value)
             row.save()
+            if created:
+                inserted.append((group, day))
+        rollup_counts.counts_add(agent_id, stripe, rollup_counts.counted(inserted))
         for (group, key, day, bucket), value in buckets:
             latency, _ = RollupLatency.objects.get_or_create(
                 agent_id=agent_id, group=group, day=day, key=key, bucket=bucket, stripe=stripe
@@ -259,14 +266,16 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
 _EMPTIED_SQL = (
     "WITH counters AS (DELETE FROM activity_rollup WHERE agent_id = %s AND (stripe = %s OR "
     '(stripe = 0 AND "group" = ANY(%s))) AND day = ANY(%s) AND count = 0 AND failed = 0 AND input_tokens = 0 AND output_tokens = 0 '
-    "AND total_tokens = 0 AND credits = 0), latency AS (DELETE FROM activity_rolluplatency "
-    "WHERE agent_id = %s AND stripe = %s AND day = ANY(%s) AND count = 0) SELECT 1"
+    'AND total_tokens = 0 AND credits = 0 RETURNING "group", day), latency AS (DELETE FROM '
+    "activity_rolluplatency WHERE agent_id = %s AND stripe = %s AND day = ANY(%s) AND count = 0) "
+    'SELECT "group", day FROM counters'
 )
 
 
 def _emptied_delete(agent_id: str, stripe: int, counter_days: list, bucket_days: list) -> None:
     """Remove the stripe's rows left holding nothing on the days a difference took from (as
-    a rebuild would never write them): one statement on PostgreSQL."""
+    a rebuild would never write them): one statement on PostgreSQL, and one more to count the
+    removed rows of the counted groups (apps.activity.rollup_counts) when there are some."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
@@ -281,11 +290,16 @@ def _emptied_delete(agent_id: str, stripe: int, counter_days: list, bucket_days:
                     bucket_days,
                 ],  # fmt: skip
             )
+            removed = rollup_counts.counted(cursor.fetchall())
+        rollup_counts.counts_add(agent_id, stripe, Counter({k: -n for k, n in removed.items()}))
         return
-    Rollup.objects.filter(
+    emptied = Rollup.objects.filter(
         agent_id=agent_id, count=0, failed=0, input_tokens=0, output_tokens=0,
         total_tokens=0, credits=0, day__in=counter_days,
-    ).filter(Q(stripe=stripe) | Q(stripe=0, group__in=overview_rollup.UNSTRIPED)).delete()  # fmt: skip
+    ).filter(Q(stripe=stripe) | Q(stripe=0, group__in=overview_rollup.UNSTRIPED))  # fmt: skip
+    removed = rollup_counts.counted(emptied.values_list("group", "day"))
+    emptied.delete()
+    rollup_counts.counts_add(agent_id, stripe, Counter({k: -n for k, n in removed.items()}))
     RollupLatency.objects.filter(
         agent_id=agent_id, stripe=stripe, count=0, day__in=bucket_days
     ).delete()

@@ -18,8 +18,9 @@ STATUS_COLOURS = {
 __all__ = ["STATUS_COLOURS", "bars", "legend", "lines", "runs_by_status"]
 
 
-def runs_by_status(days, series: dict[str, list[int]], label: str, *, links) -> SafeString:
-    return stacked_bars(days, series, label, colours=STATUS_COLOURS, links=links)
+def runs_by_status(days, series: dict[str, list[int]], label: str, *, links, **named) -> SafeString:
+    """Runs stacked by status; `named` as apps.common.charts.stacked_bars takes them."""
+    return stacked_bars(days, series, label, colours=STATUS_COLOURS, links=links, **named)
 
 
 def legend(names: Sequence[str]) -> SafeString:

@@ -16,6 +16,7 @@ from apps.activity.models import RunStatus
 from apps.activity.overview_rollup import overview_of_rollups
 from apps.activity.overview_runs import overview_of_runs
 from apps.activity.overview_types import (
+    DAILY_UP_TO,
     DEFAULT_PERIOD,
     MAX_RANGE_DAYS,
     PERIODS,
@@ -97,11 +98,12 @@ def change_between(current: float | None, previous: float | None, *, rise_means:
 
 
 def overview_finish(overview: Overview) -> Overview:
-    """The figures read off the others: percentiles, failure rate, changes."""
+    """The figures read off the others: percentiles (each day's only for a period charted by
+    day), failure rate, changes."""
     wanted = (50, 95)
     per_day = [overview.histograms.get(day, {}) for day in overview.days]
     overview.p50, overview.p95 = [], []
-    for histogram in per_day:
+    for histogram in per_day if len(per_day) <= DAILY_UP_TO else ():
         p50, p95 = percentiles(histogram, wanted)
         overview.p50.append(p50)
         overview.p95.append(p95)

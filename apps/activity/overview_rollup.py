@@ -1,16 +1,26 @@
 """The Overview's figures kept in the analytics rollup (apps.activity.analytics) as runs are
 recorded, and read back over any period in O(days) rows.
 
-Each run counts, on the UTC day it was created, under four groups of `Rollup` rows:
+Each run counts, on the UTC day it was created (its month for `ov_user_m`), under these groups
+of `Rollup` rows:
 
 - `ov_run`, key "status␟model": runs, failed, tokens, credits, and the turn-latency histogram
   (`RollupLatency`) — the runs per day by status, tokens, credits, latency, the headline, the
   credits by model, narrowed by the model and status filters by key;
+- `ov_all`, key "": what `ov_run` holds, all statuses and models together — the latency
+  histogram of an Overview filtered by neither in O(days x buckets) rows;
 - `ov_tool`, key "tool␟status␟model": `count` the runs that used the tool, `failed` those in
   which it failed — the top and failing tools, narrowed the same way;
 - `ov_user`, key the end user: runs, tokens, credits — active users per day, distinct users
   over the period, the users who spent most;
-- `ov_conv`, key the conversation: runs — conversations per day.
+- `ov_conv`, key the conversation: runs — conversations per day;
+- `ov_user_m`, key the end user, on the first day of the month: what `ov_user` holds, by month
+  — distinct users and the users who spent most over a long period read whole months here and
+  only the days at either end from `ov_user` (`_people` below);
+- `ov_count`, key `ov_user` or `ov_conv`: how many rows that group holds on the day, so the
+  active users and conversations per day are O(days) rows, not O(days x users). Not a run's
+  contribution: the rollup's upsert adds one when it inserts such a row and takes one away when
+  it removes one (apps.activity.rollup_counts), into its stripe like a sum.
 
 Written by `analytics.Delta.add_run` in the recording's one rollup statement, taken away by
 the retention purge (`analytics.rows_deleted`), so the figures stay those of the runs kept.
@@ -22,15 +32,15 @@ runs. ␟ is U+001F; a model or tool name holding it is stored with a space inst
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum, Window
 from django.db.models.functions import Collate
 
-from apps.activity.models import Rollup, RollupLatency
+from apps.activity.models import Rollup, RollupLatency, RunStatus
 from apps.activity.overview_runs import people_of_runs, user_names
 from apps.activity.overview_types import (
     STATUS_ORDER,
@@ -47,12 +57,15 @@ from apps.common.latency import bucket_of
 
 SEP = "\x1f"
 RUNS, TOOLS, USERS, CONVERSATIONS = "ov_run", "ov_tool", "ov_user", "ov_conv"
-GROUPS = (RUNS, TOOLS, USERS, CONVERSATIONS)
+USERS_MONTH, COUNTS, ALL = "ov_user_m", "ov_count", "ov_all"
+GROUPS = (RUNS, TOOLS, USERS, CONVERSATIONS, USERS_MONTH, COUNTS, ALL)
 # Groups read by distinct key: their rows are never split in stripes (apps.activity.analytics),
 # so a key's row of a day is one row, holding what it adds up to, removed when that is nothing,
 # and distinct keys are counted from the unique index alone. The cost: two recordings of one
 # end user (or conversation) on one day wait for each other's commit on that row.
-UNSTRIPED = (USERS, CONVERSATIONS)
+UNSTRIPED = (USERS, CONVERSATIONS, USERS_MONTH)
+# Groups whose rows of a day are counted in `COUNTS` as they are inserted and removed.
+COUNTED = (USERS, CONVERSATIONS)
 # The run fields a contribution reads besides those analytics reads for every run group.
 RUN_FIELDS = ("model_id", "user_id", "conversation_id", "tool_names", "failed_tool_names")
 _TOKENS = ("input_tokens", "output_tokens", "total_tokens")
@@ -84,6 +97,7 @@ def run_contribution(delta: _Delta, values: Mapping, day: date, sign: int) -> No
     latency = values.get("total_turn_latency_ms")
     bucket = None if latency is None else bucket_of(float(latency))
     delta.add_counts(RUNS, run_key(status, model), day, sums, bucket, sign)
+    delta.add_counts(ALL, "", day, sums, bucket, sign)
     used = Counter(str(name) for name in values.get("tool_names") or [])
     failing = Counter(str(name) for name in values.get("failed_tool_names") or [])
     for tool in sorted(set(used) | set(failing)):
@@ -91,6 +105,8 @@ def run_contribution(delta: _Delta, values: Mapping, day: date, sign: int) -> No
         delta.add_counts(TOOLS, tool_key(tool, status, model), day, counts, None, sign)
     if values.get("user_id"):
         delta.add_counts(USERS, _part(values["user_id"], 255), day, sums, None, sign)
+        month = day.replace(day=1)
+        delta.add_counts(USERS_MONTH, _part(values["user_id"], 255), month, sums, None, sign)
     if values.get("conversation_id"):
         delta.add_counts(CONVERSATIONS, _part(values["conversation_id"], 255), day, [1], None, sign)
 
@@ -102,8 +118,25 @@ def _rows(agent_id: str, group: str, first: date, last: date):
     return Rollup.objects.filter(agent_id=agent_id, group=group, day__gte=first, day__lte=last)
 
 
+def _plain(rows) -> list[tuple]:
+    """The rows of a `values_list` query as the database driver gives them: without Django's
+    per-row conversions (thousands of rows for a long period; sums of integers come as Decimal)
+    on PostgreSQL; elsewhere (SQLite gives dates as text) through Django."""
+    if connection.vendor != "postgresql":
+        return list(rows)
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def _narrowed(rows, scope: OverviewScope, *, status_at: int):
-    """Rows whose key names the scope's status (at part `status_at`) and model (the last part)."""
+    """Rows whose key names the scope's status (at part `status_at`) and model (the last part).
+    `ov_run` keys of a model are listed (one per status): equalities the index range checks
+    itself, where a suffix is a filter on every row of the days."""
+    if status_at == 0 and scope.model_id:
+        statuses = [scope.status] if scope.status else list(RunStatus.values)
+        return rows.filter(key__in=[run_key(status, scope.model_id) for status in statuses])
     if scope.status:
         prefix = SEP * status_at
         rows = (rows.filter(key__startswith=f"{scope.status}{SEP}") if status_at == 0
@@ -117,33 +150,32 @@ def _runs(agent_id: str, scope: OverviewScope, overview: Overview) -> None:
     """Runs by status per day, tokens, credits, the headline, the period before, the models."""
     previous = scope.previous()
     index = {day: i for i, day in enumerate(overview.days)}
-    rows = (
+    rows = _plain(
         _narrowed(_rows(agent_id, RUNS, previous.first_day, scope.last_day), scope, status_at=0)
-        .values("day", "key")
-        .annotate(
-            n=Sum("count"), failed=Sum("failed"), tokens=Sum("total_tokens"), credits=Sum("credits")
-        )  # fmt: skip
+        .values_list("day", "key")
+        .annotate(Sum("count"), Sum("failed"), Sum("total_tokens"), Sum("credits"))
         .order_by()
     )
     now: dict[str, Any] = {"runs": 0, "failed": 0, "tokens": 0, "credits": Decimal(0)}
     before = dict(now)
     credits = [Decimal(0)] * scope.days
     models: dict[str, list] = defaultdict(lambda: [0, Decimal(0)])
-    for row in rows:
-        status, model = row["key"].split(SEP, 1)
-        position = index.get(row["day"])
+    for day, key, *sums, spent in rows:
+        n, failed, tokens = (int(value) for value in sums)  # PostgreSQL sums bigints as numeric
+        status, model = key.split(SEP, 1)
+        position = index.get(day)
         totals = before if position is None else now
-        totals["runs"] += row["n"]
-        totals["failed"] += row["failed"]
-        totals["tokens"] += row["tokens"]
-        totals["credits"] += row["credits"]
-        if position is None or not row["n"]:
+        totals["runs"] += n
+        totals["failed"] += failed
+        totals["tokens"] += tokens
+        totals["credits"] += spent
+        if position is None or not n:
             continue
-        overview.runs_by_status[status][position] += row["n"]
-        overview.tokens[position] += row["tokens"]
-        credits[position] += row["credits"]
-        models[model][0] += row["n"]
-        models[model][1] += row["credits"]
+        overview.runs_by_status[status][position] += n
+        overview.tokens[position] += tokens
+        credits[position] += spent
+        models[model][0] += n
+        models[model][1] += spent
     overview.credits = [round(float(value), 2) for value in credits]
     overview.credits_by_model = models_ranked(models)
     for totals in (now, before):
@@ -152,22 +184,21 @@ def _runs(agent_id: str, scope: OverviewScope, overview: Overview) -> None:
 
 
 def _latency(agent_id: str, scope: OverviewScope) -> dict[date, dict[int, int]]:
-    rows = (
-        _narrowed(
-            RollupLatency.objects.filter(
-                agent_id=agent_id, group=RUNS, day__gte=scope.first_day, day__lte=scope.last_day
-            ),
-            scope,
-            status_at=0,
-        )
-        .values("day", "bucket")
-        .annotate(n=Sum("count"))
-        .order_by()
+    """The days' histograms: from `ov_all` unless narrowed by status or model (`ov_run`)."""
+    narrowed = bool(scope.status or scope.model_id)
+    rows = RollupLatency.objects.filter(
+        agent_id=agent_id,
+        group=RUNS if narrowed else ALL,
+        day__gte=scope.first_day,
+        day__lte=scope.last_day,
     )
+    rows = _narrowed(rows, scope, status_at=0) if narrowed else rows
     histograms: dict[date, dict[int, int]] = defaultdict(dict)
-    for row in rows:
-        if row["n"]:
-            histograms[row["day"]][row["bucket"]] = row["n"]
+    for day, bucket, n in _plain(
+        rows.values_list("day", "bucket").annotate(Sum("count")).order_by()
+    ):
+        if n:
+            histograms[day][bucket] = int(n)  # PostgreSQL sums bigints as numeric
     return dict(histograms)
 
 
@@ -187,20 +218,57 @@ def _tools(agent_id: str, scope: OverviewScope) -> tuple[list, list]:
     return top_tools(used), top_tools(failing)
 
 
-def _distinct_per_day(agent_id: str, group: str, scope: OverviewScope) -> list[int]:
-    """Keys with runs on each day: rows of the day (one per key: UNSTRIPED), counted from the
-    unique index alone."""
+def _counts_per_day(agent_id: str, scope: OverviewScope) -> dict[str, list[int]]:
+    """{counted group: its rows on each day} — the end users and conversations with runs each
+    day — from the `COUNTS` rows: O(days x stripes)."""
     index = {day: i for i, day in enumerate(scope.day_list())}
-    out = [0] * scope.days
+    out = {group: [0] * scope.days for group in COUNTED}
     rows = (
-        _rows(agent_id, group, scope.first_day, scope.last_day)
-        .values("day")
-        .annotate(n=Count("*"))
+        _rows(agent_id, COUNTS, scope.first_day, scope.last_day)
+        .values_list("day", "key")
+        .annotate(n=Sum("count"))
         .order_by()
     )
-    for row in rows:
-        out[index[row["day"]]] = row["n"]
+    for day, group, n in rows:
+        if group in out:
+            out[group][index[day]] = n
     return out
+
+
+def month_split(
+    first: date, last: date
+) -> tuple[tuple[date, date] | None, list[tuple[date, date]]]:
+    """The whole months from `first` to `last` (the first day of the first and of the one after
+    the last), or None, and the ranges of days left at either end (both days included)."""
+    start = first if first.day == 1 else _next_month(first)
+    end = _next_month(last).replace(day=1) if last == _month_end(last) else last.replace(day=1)
+    if start >= end:
+        return None, [(first, last)]
+    edges = [(first, start - timedelta(days=1))] if first < start else []
+    if end <= last:
+        edges.append((end, last))
+    return (start, end), edges
+
+
+def _next_month(day: date) -> date:
+    return (day.replace(day=1) + timedelta(days=32)).replace(day=1)
+
+
+def _month_end(day: date) -> date:
+    return _next_month(day) - timedelta(days=1)
+
+
+def _user_rows(agent_id: str, first: date, last: date):
+    """The `ov_user_m` rows of the whole months from `first` to `last` and the `ov_user` rows
+    of the days at either end: each user's runs, tokens and credits in the period, as rows to
+    sum by key (at most one per user and month, and per user and edge day)."""
+    months, edges = month_split(first, last)
+    where = Q()
+    if months:
+        where |= Q(group=USERS_MONTH, day__gte=months[0], day__lt=months[1])
+    for low, high in edges:
+        where |= Q(group=USERS, day__gte=low, day__lte=high)
+    return Rollup.objects.filter(where, agent_id=agent_id)
 
 
 def _by_code_point(column: str) -> Collate:
@@ -209,19 +277,23 @@ def _by_code_point(column: str) -> Collate:
 
 
 def _people(agent_id: str, scope: OverviewScope) -> People:
-    """Distinct users and conversations, and the users who spent most, from `ov_user` and
-    `ov_conv` (one row per key and day: UNSTRIPED)."""
+    """Distinct users over the period and the period before, and the users who spent most, from
+    whole months of `ov_user_m` and edge days of `ov_user` (UNSTRIPED: a row per key); the users
+    and conversations per day from `ov_count`."""
     previous = scope.previous()
-    users = _rows(agent_id, USERS, scope.first_day, scope.last_day).values("key").order_by()
-    spent = users.annotate(n=Sum("count"), tokens=Sum("total_tokens"), credits=Sum("credits"))
+    users = _user_rows(agent_id, scope.first_day, scope.last_day).values("key").order_by()
+    # The users who spent most, each with how many users there are (a window over the groups).
+    spent = users.annotate(n=Sum("count"), tokens=Sum("total_tokens"), credits=Sum("credits"),
+                           users=Window(Count("*")))  # fmt: skip
     top = list(spent.order_by("-credits", "-n", _by_code_point("key"))[:TOP_USERS])
     rows = [(row["key"], row["n"], row["tokens"], row["credits"]) for row in top]
     ranked = users_ranked(rows, {})
-    before = _rows(agent_id, USERS, previous.first_day, previous.last_day).values("key")
+    before = _user_rows(agent_id, previous.first_day, previous.last_day).values("key")
+    per_day = _counts_per_day(agent_id, scope)
     return People(
-        active_users=_distinct_per_day(agent_id, USERS, scope),
-        conversations=_distinct_per_day(agent_id, CONVERSATIONS, scope),
-        users=users.distinct().count(),
+        active_users=per_day[USERS],
+        conversations=per_day[CONVERSATIONS],
+        users=top[0]["users"] if top else 0,
         previous_users=before.order_by().distinct().count(),
         credits_by_user=users_ranked(rows, user_names(agent_id, [u.user_id for u in ranked])),
     )

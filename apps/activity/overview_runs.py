@@ -42,10 +42,56 @@ def headline(runs) -> dict:
     return totals
 
 
+# One pass over the period's matching runs on PostgreSQL: grouped by day, user and conversation
+# once, then counted per day and summed per user (`kind` 0 and 1). Credits are summed exactly
+# (apps.common.credits, as the rollup sums them): two users who spent the same rank by id.
+_PEOPLE_SQL = (
+    "WITH grouped AS MATERIALIZED (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, user_id, "
+    "conversation_id, count(*) AS n, sum(total_tokens) AS tokens, "
+    "sum(round(credits_charged::numeric, 9)) AS credits "
+    "FROM activity_run WHERE {where} GROUP BY 1, 2, 3) "
+    "SELECT 0, day::text, count(DISTINCT user_id), count(DISTINCT conversation_id), 0.0 "
+    "FROM grouped GROUP BY day "
+    "UNION ALL SELECT 1, user_id, sum(n), coalesce(sum(tokens), 0), coalesce(sum(credits), 0) "
+    "FROM grouped WHERE user_id IS NOT NULL GROUP BY user_id"
+)
+
+
+def _people_sql(agent_id: str, scope: OverviewScope) -> tuple[list, list, list]:
+    """(users per day, conversations per day, spenders) in one statement (PostgreSQL)."""
+    index = _day_index(scope)
+    active, talks = [0] * scope.days, [0] * scope.days
+    spenders = []
+    where, params = scope.sql_conditions(agent_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_PEOPLE_SQL.format(where=where), params)
+        for kind, key, first, second, credits in cursor.fetchall():
+            if kind == 1:
+                spenders.append((key, int(first), int(second), float(credits)))
+                continue
+            position = index.get(date.fromisoformat(key))
+            if position is not None:
+                active[position], talks[position] = int(first), int(second)
+    return active, talks, spenders
+
+
 def people_of_runs(agent_id: str, scope: OverviewScope) -> People:
     """Distinct users and conversations per day and over the period (and the period before),
     and the users who spent most: counted from the period's matching runs."""
     runs = scope.runs(agent_id)
+    previous = scope.previous().runs(agent_id)
+    if connection.vendor == "postgresql":
+        active, talks, spenders = _people_sql(agent_id, scope)
+        ranked = users_ranked(spenders, {})
+        return People(
+            active_users=active,
+            conversations=talks,
+            users=len(spenders),
+            previous_users=previous.aggregate(n=Count("user_id", distinct=True))["n"],
+            credits_by_user=users_ranked(
+                spenders, user_names(agent_id, [u.user_id for u in ranked])
+            ),
+        )
     index = _day_index(scope)
     active, talks = [0] * scope.days, [0] * scope.days
     per_day = (
@@ -61,7 +107,6 @@ def people_of_runs(agent_id: str, scope: OverviewScope) -> People:
         position = index.get(row["day"].date())
         if position is not None:
             active[position], talks[position] = row["users"], row["conversations"]
-    previous = scope.previous().runs(agent_id)
     spenders = [
         (row["user_id"], row["n"], row["tokens"] or 0, row["credits"] or 0.0)
         for row in runs.exclude(user_id__isnull=True)

@@ -12,6 +12,8 @@ from apps.activity.models import Run, RunStatus
 PERIODS = (7, 30, 90)
 DEFAULT_PERIOD = 30
 MAX_RANGE_DAYS = 366
+# Longer periods are charted by week (apps.activity.overview_charts).
+DAILY_UP_TO = 92
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class Overview:
     credits_by_model: list[tuple[str | None, int, float]] = field(default_factory=list)
     # The end users who spent most credits in the period, most first.
     credits_by_user: list["UserSpend"] = field(default_factory=list)
+    # Each day's p50 / p95 for a period charted by day (up to DAILY_UP_TO days), else empty.
     p50: list[float | None] = field(default_factory=list)
     p95: list[float | None] = field(default_factory=list)
 

@@ -9,10 +9,20 @@ apps.common.credits counts them), into stripe 0.
 
 from django.db import connection
 
-from apps.activity.overview_rollup import CONVERSATIONS, RUNS, TOOLS, USERS
+from apps.activity.overview_rollup import (
+    ALL,
+    CONVERSATIONS,
+    COUNTED,
+    COUNTS,
+    RUNS,
+    TOOLS,
+    USERS,
+    USERS_MONTH,
+)
 from apps.common.latency import BOUNDARIES
 
 _DAY = "({at} AT TIME ZONE 'UTC')::date"
+_MONTH = "date_trunc('month', {at} AT TIME ZONE 'UTC')::date"
 _SEP = "E'\\x1f'"  # overview_rollup.SEP
 _CREDITS = "coalesce(sum(round(credits_charged::numeric, 9)), 0)"
 _TOKENS = (
@@ -34,14 +44,16 @@ _STEP_GROUPS = {
 _RUN_GROUPS = {
     "environment": ("coalesce(environment, '')", "TRUE", True),
     "release": ("coalesce(release, '')", "TRUE", True),
+    ALL: ("''", "TRUE", True),
     RUNS: (f"status || {_SEP} || {_part('model_id', 200)}", "TRUE", True),
     USERS: (_part("user_id", 255), "coalesce(user_id, '') <> ''", False),
+    USERS_MONTH: (_part("user_id", 255), "coalesce(user_id, '') <> ''", False),
     CONVERSATIONS: (_part("conversation_id", 255), "coalesce(conversation_id, '') <> ''", False),
 }
 
 
 def _counters_sql(group: str, table: str, key: str, where: str, at: str) -> str:
-    day = _DAY.format(at=at)
+    day = (_MONTH if group == USERS_MONTH else _DAY).format(at=at)
     failed = "count(*) FILTER (WHERE status = 'failed')"
     if group == CONVERSATIONS:
         sums = "count(*), 0, 0, 0, 0, 0"
@@ -66,6 +78,15 @@ def _latency_sql(group: str, table: str, key: str, where: str, at: str, column: 
     )
 
 
+# The rows of the counted groups per day, counted once they are all written.
+_COUNTS_SQL = (
+    'INSERT INTO activity_rollup (agent_id, "group", day, key, stripe, count, failed, '  # noqa: S608
+    "input_tokens, output_tokens, total_tokens, credits) "
+    f"SELECT agent_id, '{COUNTS}', day, \"group\", 0, count(*), 0, 0, 0, 0, 0 "
+    'FROM activity_rollup WHERE agent_id = ANY(%s) AND "group" = ANY(%s) '
+    'GROUP BY agent_id, day, "group"'
+)
+
 _TOOLS_SQL = (
     'INSERT INTO activity_rollup (agent_id, "group", day, key, stripe, count, failed, '  # noqa: S608
     "input_tokens, output_tokens, total_tokens, credits) "
@@ -84,7 +105,7 @@ _TOOLS_SQL = (
 def rollup_rebuild_sql(agent_ids: list[str], *, steps: bool = True) -> None:
     """Replace the Agents' rollup rows with sums computed from their runs (and, with `steps`,
     their steps; without, the step groups' rows are left as they are)."""
-    groups = list(_RUN_GROUPS) + [TOOLS] + (list(_STEP_GROUPS) if steps else [])
+    groups = list(_RUN_GROUPS) + [TOOLS, COUNTS] + (list(_STEP_GROUPS) if steps else [])
     boundaries = list(BOUNDARIES)
     with connection.cursor() as cursor:
         for table in ("activity_rollup", "activity_rolluplatency"):
@@ -101,6 +122,7 @@ def rollup_rebuild_sql(agent_ids: list[str], *, steps: bool = True) -> None:
                                    "total_turn_latency_ms")  # fmt: skip
                 cursor.execute(sql, [boundaries, agent_ids])
         cursor.execute(_TOOLS_SQL, [agent_ids, agent_ids])
+        cursor.execute(_COUNTS_SQL, [agent_ids, list(COUNTED)])
         if not steps:
             return
         for group, (key, where) in _STEP_GROUPS.items():

@@ -189,7 +189,7 @@ def chart_frame(
     parts.append(mark_safe('</svg><div class="chart-tip" aria-hidden="true" hidden></div>'))
     parts.append(mark_safe('<div class="chart-x" aria-hidden="true">'))
     # A range over a year shows the year too, so two Januaries are not confused.
-    pattern = "%b %d" if len(days) <= 180 else "%b %d, %Y"
+    pattern = "%b %d" if not days or (days[-1] - days[0]).days < 180 else "%b %d, %Y"
     for i in _x_label_positions(len(days)):
         parts.append(format_html("<span>{}</span>", days[i].strftime(pattern)))
     parts.append(mark_safe("</div>"))
@@ -209,24 +209,25 @@ def bars(
     unit: str,
     links: Sequence[str],
     decimals: int = 0,
+    names: Sequence[str] | None = None,
+    heading: str = "Day",
 ) -> SafeString:
-    """One bar per day."""
+    """One bar per day (or per bucket of days: `names` say them, `heading` their column)."""
     top = nice_max(max(values, default=0))
     count = len(days)
+    names = names or [day.isoformat() for day in days]
     marks = []
     rows: list[list[str | Link]] = []
-    for i, (day, value) in enumerate(zip(days, values, strict=True)):
+    for i, value in enumerate(values):
         text = number(value, decimals)
         shapes = (
             [bar_shape(i, count, 0, value, top, **{"class": "bar bar-single"})] if value else []
         )
         marks.append(
-            day_mark(
-                i, count, tip=f"{day.isoformat()}: {text} {unit}", href=links[i], shapes=shapes
-            )
+            day_mark(i, count, tip=f"{names[i]}: {text} {unit}", href=links[i], shapes=shapes)
         )
-        rows.append([Link(day.isoformat(), links[i]), text])
-    data = ChartData(("Day", unit.capitalize()), rows)
+        rows.append([Link(names[i], links[i]), text])
+    data = ChartData((heading, unit.capitalize()), rows)
     return chart_frame(top, label, days, marks, data=data)
 
 
@@ -238,14 +239,17 @@ def stacked_bars(
     colours: dict[str, str],
     links: Sequence[str],
     unit: str = "runs",
+    names: Sequence[str] | None = None,
+    heading: str = "Day",
 ) -> SafeString:
-    """One bar per day, stacked by series (run statuses)."""
+    """One bar per day (or bucket, as `bars`), stacked by series (run statuses)."""
     count = len(days)
+    names = names or [day.isoformat() for day in days]
     totals = [sum(values[i] for values in series.values()) for i in range(count)]
     top = nice_max(max(totals, default=0))
     marks = []
     rows: list[list[str | Link]] = []
-    for i, day in enumerate(days):
+    for i in range(count):
         base = 0
         shapes = []
         for name, values in series.items():
@@ -264,11 +268,11 @@ def stacked_bars(
         parts = ", ".join(
             f"{number(values[i])} {name}" for name, values in series.items() if values[i]
         )
-        tip = f"{day.isoformat()}: {number(totals[i])} {unit}" + (f" ({parts})" if parts else "")
+        tip = f"{names[i]}: {number(totals[i])} {unit}" + (f" ({parts})" if parts else "")
         marks.append(day_mark(i, count, tip=tip, href=links[i], shapes=shapes))
-        rows.append([Link(day.isoformat(), links[i]),
+        rows.append([Link(names[i], links[i]),
                      *(number(values[i]) for values in series.values()), number(totals[i])])  # fmt: skip
-    data = ChartData(("Day", *(name.capitalize() for name in series), "Total"), rows)
+    data = ChartData((heading, *(name.capitalize() for name in series), "Total"), rows)
     return chart_frame(top, label, days, marks, data=data)
 
 
@@ -290,8 +294,12 @@ def lines(
     links: Sequence[str],
     decimals: int = 0,
     references: Sequence[Reference] = (),
+    names: Sequence[str] | None = None,
+    heading: str = "Day",
 ) -> SafeString:
-    """One polyline per series (p50, p95); days without a value leave a gap."""
+    """One polyline per series (p50, p95); days (buckets, as `bars`) without a value leave a
+    gap."""
+    names = names or [day.isoformat() for day in days]
     values = [v for points in series.values() for v in points if v is not None]
     top = nice_max(max([*values, *(ref.value for ref in references)], default=0))
     count = len(days)
@@ -328,7 +336,7 @@ def lines(
         )
     marks = []
     rows: list[list[str | Link]] = []
-    for i, day in enumerate(days):
+    for i in range(count):
         x = f"{PAD_LEFT + slot * (i + 0.5):.1f}"
         shapes = []
         said = []
@@ -343,9 +351,9 @@ def lines(
                     f'<line class="line line-{index} dot" x1="{x}" x2="{x}" y1="{y}" y2="{y}">'
                     "</line>"
                 )
-        tip = f"{day.isoformat()}: " + ", ".join(said)
+        tip = f"{names[i]}: " + ", ".join(said)
         marks.append(day_mark(i, count, tip=tip, href=links[i], shapes=shapes))
-        rows.append([Link(day.isoformat(), links[i]),
+        rows.append([Link(names[i], links[i]),
                      *(number(points[i], decimals) for points in series.values())])  # fmt: skip
-    data = ChartData(("Day", *(f"{name} ({unit})" for name in series)), rows)
+    data = ChartData((heading, *(f"{name} ({unit})" for name in series)), rows)
     return chart_frame(top, label, days, marks, data=data, decorations=decorations)

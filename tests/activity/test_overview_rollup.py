@@ -109,17 +109,39 @@ SCOPES = [
 ]
 
 
-def _assert_same_figures(agent) -> None:
-    for first, last in [(NOW.date() - timedelta(days=6), NOW.date()),
-                        (NOW.date() - timedelta(days=29), NOW.date()),
-                        (date(2026, 4, 25), date(2026, 5, 3)),
-                        (NOW.date() - timedelta(days=365), NOW.date())]:  # fmt: skip
+PERIODS = [
+    (NOW.date() - timedelta(days=6), NOW.date()),
+    (NOW.date() - timedelta(days=29), NOW.date()),
+    (date(2026, 4, 25), date(2026, 5, 3)),
+    (NOW.date() - timedelta(days=365), NOW.date()),
+]
+# Periods over the month tier (ov_user_m): whole months only, whole months and days at either
+# end, partial months at both ends, inside one month, across one month's edge, up to today in
+# the current month, and a whole year of 366 days; their periods before likewise.
+MONTH_PERIODS = [
+    (date(2026, 1, 1), date(2026, 3, 31)),
+    (date(2025, 12, 31), date(2026, 2, 1)),
+    (date(2026, 1, 15), date(2026, 4, 10)),
+    (date(2026, 2, 2), date(2026, 2, 27)),
+    (date(2026, 2, 28), date(2026, 3, 1)),
+    (date(2026, 3, 1), NOW.date()),
+    (date(2026, 2, 1), date(2026, 4, 30)),
+    (NOW.date() - timedelta(days=365), NOW.date()),
+]
+
+
+def _assert_same_figures(agent, periods=PERIODS) -> None:
+    for first, last in periods:
         for filters in SCOPES:
             scope = OverviewScope(first_day=first, last_day=last, **filters)
             from_rollups = asdict(overview_of_rollups(agent.pk, scope))
             from_runs = asdict(overview_of_runs(agent.pk, scope))
             for name, value in from_runs.items():
                 assert from_rollups[name] == value, (first, last, filters, name)
+            # Counts are integers (a Decimal equals its int but ranks percentiles otherwise).
+            counts = [n for day in from_rollups["histograms"].values() for n in day.values()]
+            counts += [from_rollups["totals"][name] for name in ("runs", "failed", "tokens")]
+            assert all(type(n) is int for n in counts), (first, last, filters)
 
 
 def _rollup_rows() -> tuple[list, list]:
@@ -196,3 +218,83 @@ def test_the_overview_reads_no_runs_unless_filtered_by_user_model_or_status(agen
     by_user = overview_get(agent=agent, scope=OverviewScope.last_days(30, user_id="usr_ov1"))
     assert by_user.totals["runs"] == Run.objects.filter(user_id="usr_ov1").count() > 0
     assert run_ids
+
+
+# Days at and near month edges from Dec 2025 to May 2026: each has three runs (hours 1, 8, 15)
+# of varied users (one in five without), models, statuses and credits; a conversation spans
+# two consecutive entries (across a month's edge for most).
+MONTH_DAYS = [
+    date(2025, 12, 31), date(2026, 1, 1), date(2026, 1, 31), date(2026, 2, 1), date(2026, 2, 14),
+    date(2026, 2, 28), date(2026, 3, 1), date(2026, 3, 31), date(2026, 4, 1), date(2026, 4, 30),
+    date(2026, 5, 1), date(2026, 5, 19),
+]  # fmt: skip
+
+
+def _record_months(agent) -> list[str]:
+    users = _users(agent)
+    run_ids = []
+    for n, day in enumerate(MONTH_DAYS):
+        talk = f"conv_om{n // 2}"
+        if n % 2 == 0:
+            record(agent, {"type": "conversation", "id": talk,
+                           "created_at": iso(datetime(day.year, day.month, day.day, tzinfo=UTC))})  # fmt: skip
+        for k in range(3):
+            at = datetime(day.year, day.month, day.day, 1 + 7 * k, tzinfo=UTC)
+            run_ids.append(
+                record_run(
+                    agent, at=at, conversation_id=talk,
+                    user_id=users[(n + k) % 4] if (n + k) % 5 else None,
+                    model_id=MODELS[(n + k) % 4], status=STATUSES[(3 * n + k) % 5],
+                    credits_charged=round(0.3 * ((7 * n + 3 * k) % 11) + 0.1, 2),
+                    total_tokens=100 * (n + k), tool_names=TOOLS[(n + k) % 5],
+                )
+            )  # fmt: skip
+    return run_ids
+
+
+def _months_of(user_id: str) -> set[date]:
+    rows = Rollup.objects.filter(group="ov_user_m", key=user_id).exclude(count=0)
+    return set(rows.values_list("day", flat=True))
+
+
+def test_the_month_tier_gives_the_runs_figures_over_month_edges(agent):
+    run_ids = _record_months(agent)
+    # A user active in several months, so whole months and edge days both hold them.
+    assert len(_months_of("usr_ov1")) >= 5
+    # Re-recordings: a run moves to another user (and out of its month row), another loses
+    # its user, a third gains one.
+    record(agent, {"type": "run", "id": run_ids[3], "user_id": "usr_ov3"})
+    record(agent, {"type": "run", "id": run_ids[7], "user_id": None})
+    record(agent, {"type": "run", "id": run_ids[4], "user_id": "usr_ov0"})
+    # And one moves from Feb 1 to Mar 1: out of one month's and day's rows, into others.
+    assert Run.objects.get(id=run_ids[9]).created_at.date() == date(2026, 2, 1)
+    record(agent, {"type": "run", "id": run_ids[9],
+                   "created_at": iso(datetime(2026, 3, 1, 2, tzinfo=UTC))})  # fmt: skip
+    figures = overview_of_rollups(agent.pk, OverviewScope(first_day=date(2026, 1, 15),
+                                                          last_day=date(2026, 4, 10)))  # fmt: skip
+    assert figures.totals["users"] == 4 and len(figures.credits_by_user) == 4
+    assert figures.previous["users"] >= 2 and max(figures.active_users) >= 2
+    _assert_same_figures(agent, MONTH_PERIODS)
+    _assert_rollup_is_its_rebuild(agent)
+
+
+def test_the_month_tier_follows_the_retention_purge(agent):
+    _record_months(agent)
+    before = Run.objects.count()
+    # The conversations last active before March 1 go (their runs in Dec, Jan and Feb).
+    purged = conversations_purge_batch(agent_id=agent.pk, before=datetime(2026, 3, 1, tzinfo=UTC))
+    assert purged.runs and Run.objects.count() == before - purged.runs > 0
+    assert Run.objects.filter(created_at__lt=datetime(2026, 2, 28, tzinfo=UTC)).count() == 0
+    assert not Rollup.objects.filter(group="ov_user_m", day__lt=date(2026, 2, 1)).exists()
+    _assert_same_figures(agent, MONTH_PERIODS)
+    _assert_rollup_is_its_rebuild(agent)
+
+
+def test_the_month_tier_follows_the_deletion_of_a_users_data(agent):
+    _record_months(agent)
+    assert _months_of("usr_ov2")
+    counts = end_user_data_delete(agent=agent, user_id="usr_ov2")
+    assert counts["runs"] and not Run.objects.filter(user_id="usr_ov2").exists()
+    assert not _months_of("usr_ov2")
+    _assert_same_figures(agent, MONTH_PERIODS)
+    _assert_rollup_is_its_rebuild(agent)

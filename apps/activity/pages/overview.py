@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.activity import analytics, charts, selectors
 from apps.activity.overview import PERIODS, STATUS_ORDER, overview_get, overview_scope_parse
+from apps.activity.overview_charts import overview_charts
 from apps.activity.pages.lists import _user_filter, runs_url
 from apps.common.latency import percentiles
 from apps.workspaces.console import ConsoleRequest, console_view, render_page
@@ -33,8 +34,6 @@ def overview(request: ConsoleRequest) -> HttpResponse:
     def runs(**narrower: object) -> str:
         return runs_url(request.agent.pk, **{**kept, **period, **narrower})
 
-    day_links = [runs(**{"from": day.isoformat(), "to": day.isoformat()}) for day in data.days]
-    slowest_first = [f"{link}&sort=latency" for link in day_links]
     context = {
         "section": "overview",
         "scope": scope,
@@ -47,33 +46,7 @@ def overview(request: ConsoleRequest) -> HttpResponse:
         "model_ids": selectors.recent_run_values(agent=request.agent, field="model_id"),
         "error": error or user_error,
         "data": data,
-        "runs_chart": charts.runs_by_status(
-            data.days, data.runs_by_status, "Runs per day by status", links=day_links
-        ),
-        "status_legend": charts.legend(statuses),
-        "tokens_chart": charts.bars(
-            data.days, data.tokens, "Tokens per day", unit="tokens", links=day_links
-        ),
-        "credits_chart": charts.bars(
-            data.days, data.credits, "Credits per day", unit="credits", links=day_links, decimals=2
-        ),
-        "latency_chart": charts.lines(
-            data.days,
-            {"p50": data.p50, "p95": data.p95},
-            "Turn latency p50 and p95",
-            unit="ms",
-            links=slowest_first,
-        ),  # fmt: skip
-        "users_chart": charts.bars(
-            data.days, data.active_users, "Active users per day", unit="users", links=day_links
-        ),
-        "conversations_chart": charts.bars(
-            data.days,
-            data.conversations,
-            "Conversations with runs per day",
-            unit="conversations",
-            links=day_links,
-        ),  # fmt: skip
+        **overview_charts(data, runs),
         "all_runs_url": runs(),
         "models": [
             (model, count, credits, runs(model_id=model) if model else None)
