@@ -3,7 +3,7 @@
 shares with its model steps."""
 
 from django.db import models
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 
 from apps.activity.models.links import ID_MAX_LENGTH, SameAgentLink, agent_field
@@ -74,12 +74,17 @@ class Run(TokenUsage):
     class Meta:
         indexes = [
             # ?environment= and ?release= on the runs lists (GIN indexes for ?tag= and
-            # ?metadata=, migration 0013).
+            # ?metadata=, migration 0013). Partial, as ?error_code='s: the filters ask for a
+            # value, and a run without one (most runs) costs its recording no index entry.
             models.Index(
-                fields=["agent", "environment", "-created_at", "-id"], name="run_agent_env"
+                fields=["agent", "environment", "-created_at", "-id"],
+                condition=Q(environment__isnull=False),
+                name="run_agent_env",
             ),
             models.Index(
-                fields=["agent", "release", "-created_at", "-id"], name="run_agent_release"
+                fields=["agent", "release", "-created_at", "-id"],
+                condition=Q(release__isnull=False),
+                name="run_agent_release",
             ),
             # GET /v1/runs, the Runs page and the Overview's date range: newest first.
             models.Index(fields=["agent", "-created_at", "-id"], name="run_agent_created"),
@@ -101,7 +106,9 @@ class Run(TokenUsage):
                 fields=["agent", "model_id", "-created_at", "-id"], name="run_agent_model"
             ),
             models.Index(
-                fields=["agent", "error_code", "-created_at", "-id"], name="run_agent_error"
+                fields=["agent", "error_code", "-created_at", "-id"],
+                condition=Q(error_code__isnull=False),
+                name="run_agent_error",
             ),
             # The Runs page sorted by tokens, credits or latency (selectors.RUN_SORTS; the
             # expression must stay the one the sort orders by, or the index is not used).
