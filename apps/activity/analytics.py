@@ -58,6 +58,15 @@ def _day(moment: datetime) -> date:
     return moment.astimezone(UTC).date()
 
 
+def counters_of(values: Mapping, latency: Any) -> tuple[list, int | None]:
+    """A run's or step's counters (one, failed, input, output and total tokens, credits) and
+    the bucket of its `latency` (None: no latency)."""
+    failed = 1 if values.get("status") == "failed" else 0
+    counts = [1, failed, *[int(values.get(name) or 0) for name in TOKENS]]
+    counts.append(credits_decimal(values.get("credits_charged")))
+    return counts, None if latency is None else bucket_of(float(latency))
+
+
 @dataclass
 class Delta:
     """Differences to add: {(group, key, day): [count, failed, input, output, total, credits]}
@@ -70,12 +79,9 @@ class Delta:
 
     def _add(self, keys: Iterable[tuple[str, str]], values: Mapping, day: date, latency: Any,
              sign: int) -> None:  # fmt: skip
-        failed = 1 if values.get("status") == "failed" else 0
-        tokens = [int(values.get(name) or 0) for name in TOKENS]
-        credits = credits_decimal(values.get("credits_charged"))
-        bucket = None if latency is None else bucket_of(float(latency))
+        counts, bucket = counters_of(values, latency)
         for group, key in keys:
-            self.add_counts(group, key, day, [1, failed, *tokens, credits], bucket, sign)
+            self.add_counts(group, key, day, counts, bucket, sign)
 
     def add_counts(self, group: str, key: str, day: date, counts: Sequence, bucket: int | None,
                    sign: int) -> None:  # fmt: skip
@@ -96,10 +102,13 @@ class Delta:
         self._add(keys, values, _day(values["started_at"]), values.get("duration_ms"), sign)
 
     def add_run(self, values: Mapping, *, sign: int = 1) -> None:
-        keys = [(group, values.get(group) or "") for group in RUN_GROUPS]
-        latency = values.get("total_turn_latency_ms")
-        self._add(keys, values, _day(values["created_at"]), latency, sign)
-        overview_rollup.run_contribution(self, values, _day(values["created_at"]), sign)
+        # The counters are worked out once for every group the run counts in: this runs for
+        # each run recorded, inside the request.
+        day = _day(values["created_at"])
+        counts, bucket = counters_of(values, values.get("total_turn_latency_ms"))
+        for group in RUN_GROUPS:
+            self.add_counts(group, values.get(group) or "", day, counts, bucket, sign)
+        overview_rollup.run_contribution(self, values, day, sign, counts=counts, bucket=bucket)
 
     def __bool__(self) -> bool:
         return any(any(values) for values in self.counters.values()) or any(self.buckets.values())

@@ -52,8 +52,6 @@ from apps.activity.overview_types import (
     top_tools,
     users_ranked,
 )
-from apps.common.credits import credits_decimal
-from apps.common.latency import bucket_of
 
 SEP = "\x1f"
 RUNS, TOOLS, USERS, CONVERSATIONS = "ov_run", "ov_tool", "ov_user", "ov_conv"
@@ -68,7 +66,6 @@ UNSTRIPED = (USERS, CONVERSATIONS, USERS_MONTH)
 COUNTED = (USERS, CONVERSATIONS)
 # The run fields a contribution reads besides those analytics reads for every run group.
 RUN_FIELDS = ("model_id", "user_id", "conversation_id", "tool_names", "failed_tool_names")
-_TOKENS = ("input_tokens", "output_tokens", "total_tokens")
 
 
 class _Delta(Protocol):
@@ -88,25 +85,28 @@ def tool_key(tool: str, status: str, model: str | None) -> str:
     return f"{_part(tool, 100)}{SEP}{status}{SEP}{_part(model, 140)}"
 
 
-def run_contribution(delta: _Delta, values: Mapping, day: date, sign: int) -> None:
-    """Add (`sign` 1) or take away (-1) one run's contribution to the Overview's groups."""
+def run_contribution(
+    delta: _Delta, values: Mapping, day: date, sign: int, *, counts: list, bucket: int | None
+) -> None:
+    """Add (`sign` 1) or take away (-1) one run's contribution to the Overview's groups, given
+    its `counts` (one, failed, tokens..., credits) and latency `bucket`
+    (analytics.counters_of)."""
     status, model = values.get("status") or "", values.get("model_id")
-    failed = 1 if status == "failed" else 0
-    tokens = [int(values.get(name) or 0) for name in _TOKENS]
-    sums = [1, failed, *tokens, credits_decimal(values.get("credits_charged"))]
-    latency = values.get("total_turn_latency_ms")
-    bucket = None if latency is None else bucket_of(float(latency))
-    delta.add_counts(RUNS, run_key(status, model), day, sums, bucket, sign)
-    delta.add_counts(ALL, "", day, sums, bucket, sign)
-    used = Counter(str(name) for name in values.get("tool_names") or [])
-    failing = Counter(str(name) for name in values.get("failed_tool_names") or [])
-    for tool in sorted(set(used) | set(failing)):
-        counts = [used[tool], failing[tool]]
-        delta.add_counts(TOOLS, tool_key(tool, status, model), day, counts, None, sign)
+    delta.add_counts(RUNS, run_key(status, model), day, counts, bucket, sign)
+    delta.add_counts(ALL, "", day, counts, bucket, sign)
+    used, failing = values.get("tool_names") or (), values.get("failed_tool_names") or ()
+    if len(used) == 1 and not failing:  # most runs that use a tool: no tally needed
+        delta.add_counts(TOOLS, tool_key(str(used[0]), status, model), day, [1, 0], None, sign)
+    elif used or failing:
+        uses = Counter(str(name) for name in used)
+        failures = Counter(str(name) for name in failing)
+        for tool in sorted(set(uses) | set(failures)):
+            tally = [uses[tool], failures[tool]]
+            delta.add_counts(TOOLS, tool_key(tool, status, model), day, tally, None, sign)
     if values.get("user_id"):
-        delta.add_counts(USERS, _part(values["user_id"], 255), day, sums, None, sign)
-        month = day.replace(day=1)
-        delta.add_counts(USERS_MONTH, _part(values["user_id"], 255), month, sums, None, sign)
+        user = _part(values["user_id"], 255)
+        delta.add_counts(USERS, user, day, counts, None, sign)
+        delta.add_counts(USERS_MONTH, user, day.replace(day=1), counts, None, sign)
     if values.get("conversation_id"):
         delta.add_counts(CONVERSATIONS, _part(values["conversation_id"], 255), day, [1], None, sign)
 
