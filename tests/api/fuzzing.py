@@ -3,6 +3,7 @@ the call that sends a generated case through the WSGI app with a Bearer credenti
 answer."""
 
 from contextlib import contextmanager
+from functools import cache
 
 from hypothesis import HealthCheck, settings
 
@@ -17,6 +18,18 @@ FUZZ_SETTINGS = settings(
 )
 
 
+@cache
+def _application():
+    """Django's WSGI handler, as config/wsgi.py serves it. Not config.wsgi itself: importing it
+    in a test runs django.setup() again, and the logging it configures then writes to that
+    test's captured stderr, closed once the test is done, so every later log line of the test
+    process failed (a printed traceback, 3 ms each); it also starts the embedding and language
+    models loading in background threads."""
+    from django.core.handlers.wsgi import WSGIHandler
+
+    return WSGIHandler()
+
+
 def call_and_validate(case, *, bearer: str) -> None:
     """Never a 5xx, and status, content type and body as the OpenAPI document says."""
     from schemathesis.checks import not_a_server_error
@@ -26,10 +39,8 @@ def call_and_validate(case, *, bearer: str) -> None:
         status_code_conformance,
     )
 
-    from config.wsgi import application
-
     case.headers = {**(case.headers or {}), "Authorization": f"Bearer {bearer}"}
-    response = case.call_wsgi(app=application)
+    response = case.call_wsgi(app=_application())
     case.validate_response(
         response,
         checks=(
