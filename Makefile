@@ -53,10 +53,10 @@ test-postgres:
 # The loop to run while working (README): every test that needs no browser, Celery worker,
 # Node or benchmark run (pyproject's markers), on PostgreSQL and Redis; `make test` runs them all.
 # The test databases are kept between runs (--reuse-db; new migrations are applied).
-# Three test processes on two cores: a third of a process's time in these tests is spent waiting
-# (on PostgreSQL, a server or subprocess it started, a test's own sleeps), and the third process
-# runs meanwhile (docs/performance.md, "The fast loop's time"). Its first run makes a third test
-# database.
+# Three test processes on two cores: nearly half of a process's time in these tests is spent
+# waiting (on PostgreSQL, a server or subprocess it started, a test's own sleeps), and the third
+# process runs meanwhile (docs/performance.md, "The fast loop's time"). Its first run makes a
+# third test database.
 FAST_MARKERS := not browser and not worker and not node and not benchmark
 test-fast: install services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
