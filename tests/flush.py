@@ -22,7 +22,7 @@ def _sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=Fals
         return _truncate(self, style, tables, reset_sequences=reset_sequences,
                          allow_cascade=allow_cascade)  # fmt: skip
     quoted = [self.quote_name(table) for table in tables]
-    filled = " UNION ALL ".join(
+    holding_rows = " UNION ALL ".join(
         f"(SELECT {index} FROM {name} LIMIT 1)" for index, name in enumerate(quoted)
     )
     with self.connection.cursor() as cursor:
@@ -30,13 +30,13 @@ def _sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=Fals
         if not cursor.fetchone()[0]:
             return _truncate(self, style, tables, reset_sequences=reset_sequences,
                              allow_cascade=allow_cascade)  # fmt: skip
-        cursor.execute(filled)
-        rows = [quoted[index] for (index,) in cursor.fetchall()]
+        cursor.execute(holding_rows)
+        filled = [quoted[index] for (index,) in cursor.fetchall()]
     # Never an empty list, even with nothing to delete: Django's flush sends post_migrate after
     # a non-empty one (content types and permissions made again), as after its TRUNCATE.
     return [
         "SET LOCAL session_replication_role = replica;",
-        *(f"DELETE FROM {name};" for name in rows),
+        *(f"DELETE FROM {name};" for name in filled),
         "SET LOCAL session_replication_role = DEFAULT;",
     ]
 
