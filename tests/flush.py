@@ -2,7 +2,7 @@
 
 Django empties the database after each `transaction=True` test (and each test using a live
 server) with one TRUNCATE of every table: PostgreSQL makes new files for all 60 tables and their
-330 indexes, 0.3-1 s of wall each time whatever the test wrote, for the 100-odd such tests of
+330 indexes, 0.3-2 s of wall each time whatever the test wrote, for the 100-odd such tests of
 `make test-fast`. Here the flush deletes the rows of only the tables that hold any, with
 triggers and foreign-key checks off for that transaction (`session_replication_role =
 replica`, as TRUNCATE fires no row triggers either): the database ends exactly as empty. A flush
