@@ -53,10 +53,14 @@ test-postgres:
 # The loop to run while working (README): every test that needs no browser, Celery worker,
 # Node or benchmark run (pyproject's markers), on PostgreSQL and Redis; `make test` runs them all.
 # The test databases are kept between runs (--reuse-db; new migrations are applied).
+# Three test processes on two cores: nearly half of a process's time in these tests is spent
+# waiting (on PostgreSQL, a server or subprocess it started, a test's own sleeps), and the third
+# process runs meanwhile (docs/performance.md, "The fast loop's time"). Its first run makes a
+# third test database.
 FAST_MARKERS := not browser and not worker and not node and not benchmark
 test-fast: install services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
-		$(UV) run pytest -n 2 --dist loadgroup --reuse-db -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+		$(UV) run pytest -n 3 --dist loadgroup --reuse-db -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 test-sqlite-smoke:
 	DATABASE_URL=sqlite:///$(CURDIR)/var/smoke.sqlite3 REDIS_URL= VAR_DIR=$(CURDIR)/var/smoke \

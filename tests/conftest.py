@@ -190,6 +190,14 @@ def _passwords_hashed_for_tests():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_deletes_only_the_rows_written():
+    """After a test that commits, empty only the tables it filled (tests/flush.py)."""
+    from tests import flush
+
+    flush.install()
+
+
 @pytest.fixture(autouse=True)
 def _uploads_in_a_temporary_folder(settings, tmp_path_factory):
     """No test writes uploaded files into the project's var/ folder."""

@@ -13,7 +13,7 @@ from apps.activity.services import auth_token_create
 from apps.workspaces.browser_tokens import browser_token_verify
 from apps.workspaces.services import api_key_revoke
 from tests.activity.factories import conversation_factory, end_user_factory, message_factory
-from tests.api.fuzzing import FUZZ_SETTINGS, call_and_validate
+from tests.api.fuzzing import FUZZ_SETTINGS, call_and_validate, fuzz_schema_from
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -366,7 +366,7 @@ me_schema = schemathesis.from_pytest_fixture("me_fuzz_schema").include(path_rege
 def me_fuzz_schema(db):
     from tests.api.test_openapi import fetch_document
 
-    return schemathesis.from_dict(fetch_document(), base_url="/v1/..", app=None)
+    return fuzz_schema_from(fetch_document())
 
 
 @pytest.fixture

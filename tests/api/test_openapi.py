@@ -10,7 +10,7 @@ from django.test import Client
 from openapi_spec_validator import validate
 
 from apps.api.scopes import ALL_SCOPES
-from tests.api.fuzzing import FUZZ_SETTINGS, call_and_validate
+from tests.api.fuzzing import FUZZ_SETTINGS, call_and_validate, fuzz_schema_from
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ schema = schemathesis.from_pytest_fixture("fuzz_schema")
 
 @pytest.fixture
 def fuzz_schema(db):
-    return schemathesis.from_dict(fetch_document(), base_url="/v1/..", app=None)
+    return fuzz_schema_from(fetch_document())
 
 
 @schema.parametrize()

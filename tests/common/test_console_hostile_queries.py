@@ -14,6 +14,8 @@ import pytest
 
 from apps.activity.demo import activity_seed_demo
 from apps.activity.models import Conversation, EndUser, Run
+from tests.factories import agent_factory, user_factory, workspace_factory
+from tests.module_rows import rows_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -70,9 +72,25 @@ def _parameters(page_html: str) -> set[str]:
     return names
 
 
+@pytest.fixture(scope="module")
+def demo(django_db_setup, django_db_blocker):
+    """An owner and an Agent with a month of demo activity, made once for the module (about
+    2 s of CPU each time): the tests only read them, each in its own rolled-back savepoint."""
+    with rows_for_the_module(django_db_blocker):
+        owner = user_factory(email="owner@example.com")
+        agent = agent_factory(workspace=workspace_factory(name="Acme", owner=owner))
+        activity_seed_demo(agent=agent)
+        yield owner, agent
+
+
 @pytest.fixture
-def console(client, owner, agent):
-    activity_seed_demo(agent=agent)
+def agent(demo):
+    return demo[1]
+
+
+@pytest.fixture
+def console(client, demo):
+    owner, _ = demo
     client.force_login(owner)
     return client
 

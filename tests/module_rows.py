@@ -1,0 +1,22 @@
+"""Rows made once for a whole test module, for tests that only read them.
+
+`rows_for_the_module(django_db_blocker)` opens a transaction around the module: the fixture
+makes its rows inside it, each test of the module then runs in its own savepoint (pytest-django's
+`django_db`, rolled back after the test as always, so what one test writes no other sees), and
+the transaction is rolled back when the module is done, so nothing is left for the next module.
+Only for modules whose tests need no committed rows (no `transaction=True`, no live server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import transaction
+
+
+@contextmanager
+def rows_for_the_module(django_db_blocker) -> Iterator[None]:
+    with django_db_blocker.unblock(), transaction.atomic():
+        yield
+        transaction.set_rollback(True)
