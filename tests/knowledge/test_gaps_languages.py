@@ -66,6 +66,9 @@ def test_an_english_question_keeps_its_embedding_alone():
     assert not vector[clustering.EMBEDDING_DIMENSIONS :].any()
     assert clustering.threshold_for(None) == clustering.GROUP_THRESHOLD
     assert clustering.threshold_for(["contraseñ"]) == clustering.FOREIGN_THRESHOLD
+    # A question of stop words only has no words to go by: it is grouped as an English one.
+    assert not clustering.question_vector(embedding, [])[clustering.EMBEDDING_DIMENSIONS :].any()
+    assert clustering.threshold_for([]) == clustering.GROUP_THRESHOLD
 
 
 def _store_as_before(model, pk) -> None:

@@ -75,8 +75,8 @@ def _word_vector(stems: list[str]) -> np.ndarray:
 
 def question_vector(embedding: np.ndarray, stems: list[str] | None) -> np.ndarray:
     """A question's vector: its unit embedding, then its words (all zero for a question in
-    English or of unsure language: `stems` None)."""
-    if stems is None:
+    English or of unsure language, `stems` None, or one of stop words only)."""
+    if not stems:
         return padded(embedding)
     return np.concatenate([embedding, _word_vector(stems)]).astype(np.float32)
 
@@ -88,7 +88,8 @@ def _embedding_weight(vector: np.ndarray) -> float:
 
 
 def threshold_for(stems: list[str] | None) -> float:
-    return GROUP_THRESHOLD if stems is None else FOREIGN_THRESHOLD
+    """The similarity a question joins a group at: as English without words to go by."""
+    return FOREIGN_THRESHOLD if stems else GROUP_THRESHOLD
 
 
 def padded(vector: np.ndarray) -> np.ndarray:
