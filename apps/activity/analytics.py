@@ -62,7 +62,7 @@ def counters_of(values: Mapping, latency: Any) -> tuple[list, int | None]:
     """A run's or step's counters (one, failed, input, output and total tokens, credits) and
     the bucket of its `latency` (None: no latency)."""
     failed = 1 if values.get("status") == "failed" else 0
-    counts = [1, failed, *[int(values.get(name) or 0) for name in TOKENS]]
+    counts: list[Any] = [1, failed, *[int(values.get(name) or 0) for name in TOKENS]]
     counts.append(credits_decimal(values.get("credits_charged")))
     return counts, None if latency is None else bucket_of(float(latency))
 

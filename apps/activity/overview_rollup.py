@@ -94,7 +94,8 @@ def run_contribution(
     status, model = values.get("status") or "", values.get("model_id")
     delta.add_counts(RUNS, run_key(status, model), day, counts, bucket, sign)
     delta.add_counts(ALL, "", day, counts, bucket, sign)
-    used, failing = values.get("tool_names") or (), values.get("failed_tool_names") or ()
+    used: list = values.get("tool_names") or []
+    failing: list = values.get("failed_tool_names") or []
     if len(used) == 1 and not failing:  # most runs that use a tool: no tally needed
         delta.add_counts(TOOLS, tool_key(str(used[0]), status, model), day, [1, 0], None, sign)
     elif used or failing:
