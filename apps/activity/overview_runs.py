@@ -81,17 +81,7 @@ def people_of_runs(agent_id: str, scope: OverviewScope) -> People:
     runs = scope.runs(agent_id)
     previous = scope.previous().runs(agent_id)
     if connection.vendor == "postgresql":
-        active, talks, spenders = _people_sql(agent_id, scope)
-        ranked = users_ranked(spenders, {})
-        return People(
-            active_users=active,
-            conversations=talks,
-            users=len(spenders),
-            previous_users=previous.aggregate(n=Count("user_id", distinct=True))["n"],
-            credits_by_user=users_ranked(
-                spenders, user_names(agent_id, [u.user_id for u in ranked])
-            ),
-        )
+        return _people(agent_id, *_people_sql(agent_id, scope), previous=previous)
     index = _day_index(scope)
     active, talks = [0] * scope.days, [0] * scope.days
     per_day = (
@@ -114,6 +104,13 @@ def people_of_runs(agent_id: str, scope: OverviewScope) -> People:
         .annotate(n=Count("id"), tokens=Sum("total_tokens"), credits=Sum("credits_charged"))
         .order_by()
     ]
+    return _people(agent_id, active, talks, spenders, previous=previous)
+
+
+def _people(
+    agent_id: str, active: list[int], talks: list[int], spenders: list[tuple], *, previous
+) -> People:
+    """People from the per-day counts and the spenders, the top ones named."""
     ranked = users_ranked(spenders, {})
     return People(
         active_users=active,
