@@ -426,6 +426,15 @@ def connections_per_worker(port: int) -> str:
     return "/".join(str(count) for count in sorted(counts.values(), reverse=True)) or "?"
 
 
+def _stat_fields(path: Path) -> list[str]:
+    """The fields of a /proc/<pid>/stat after the command's name (which may hold spaces);
+    empty when the process has gone."""
+    try:
+        return path.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
 class ServerCpu:
     """The CPU time the service spends on a case: gunicorn (its master and workers) and the
     PostgreSQL backends connected to the benchmark database, from /proc (Linux), so a case's
@@ -452,22 +461,17 @@ class ServerCpu:
             ]
         children = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == self.server_pid:
+            fields = _stat_fields(stat)
+            if fields and int(fields[1]) == self.server_pid:
                 children.append(int(stat.parent.name))
         return [self.server_pid, *children, *backends]
 
     def snapshot(self) -> dict[int, float]:
         seconds = {}
         for pid in self._pids():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            seconds[pid] = (int(fields[11]) + int(fields[12])) / self.tick
+            fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+            if fields:  # utime + stime, in clock ticks
+                seconds[pid] = (int(fields[11]) + int(fields[12])) / self.tick
         return seconds
 
     @staticmethod
