@@ -12,6 +12,7 @@ from django.db.models import Count, Sum
 
 from apps.activity.models import END_STATES, Run, RunStatus, RunStep, StepKind, StepStatus
 from apps.activity.recording.batch import CREATED, UNCHANGED, UPDATED, _apply, _require
+from apps.activity.recording.inserts import new_row
 from apps.activity.recording.reading import BatchReads
 from apps.common.errors import BadRequest
 
@@ -62,17 +63,21 @@ class RunRecords(BatchReads):
             )
             conversation = self._conversation_of(data["conversation_id"], label=label)
             created_at = data.get("created_at") or self.now
-            run = Run(
-                agent=self.agent,
-                conversation_id=conversation.id,
-                user_id=conversation.user_id,
-                status=data.get("status", RunStatus.STREAMING),
-                created_at=created_at,
-                updated_at=data.get("updated_at") or created_at,
+            # Built positionally (inserts.new_row): Django's keyword constructor looked up
+            # the defaults of twenty fields and made an id the record's then replaced.
+            run = new_row(
+                Run,
+                {
+                    **{name: data[name] for name in ("id", *_RUN_FIELDS) if name in data},
+                    "agent_id": self.agent.pk,
+                    "conversation_id": conversation.id,
+                    "user_id": data.get("user_id", conversation.user_id),
+                    "status": data.get("status", RunStatus.STREAMING),
+                    "created_at": created_at,
+                    "updated_at": data.get("updated_at") or created_at,
+                },
             )
-            if "id" in data:
-                run.id = data["id"]
-            _apply(run, data, (*_RUN_FIELDS, "user_id"))
+            run.agent = self.agent  # cached: the usage rollup reads its workspace
             self._create(Run, run, label=label)
             self.run_before[run.id] = None
             self.changed_runs.add(run.id)
