@@ -84,14 +84,14 @@ class Delta:
             self.add_counts(group, key, day, counts, bucket, sign)
 
     def add_counts(self, group: str, key: str, day: date, counts: Sequence, bucket: int | None,
-                   sign: int) -> None:  # fmt: skip
-        """Add `sign` x `counts` (count, failed, tokens..., credits) to one row, and one to its
-        latency `bucket` (None: no latency)."""
+                   sign: int, runs: int = 1) -> None:  # fmt: skip
+        """Add `sign` x `counts` (count, failed, tokens..., credits) to one row, and `runs` to
+        its latency `bucket` (None: no latency)."""
         counter = self.counters[(group, key, day)]
         for index, value in enumerate(counts):
             counter[index] += sign * value
         if bucket is not None:
-            self.buckets[(group, key, day, bucket)] += sign
+            self.buckets[(group, key, day, bucket)] += sign * runs
 
     def add_step(self, values: Mapping, *, sign: int = 1) -> None:
         keys = [("name", str(values["name"])[:255])]
@@ -101,14 +101,35 @@ class Delta:
             keys.append(("model", str(values["model_id"])[:255]))
         self._add(keys, values, _day(values["started_at"]), values.get("duration_ms"), sign)
 
-    def add_run(self, values: Mapping, *, sign: int = 1) -> None:
-        # The counters are worked out once for every group the run counts in: this runs for
-        # each run recorded, inside the request.
-        day = _day(values["created_at"])
-        counts, bucket = counters_of(values, values.get("total_turn_latency_ms"))
-        for group in RUN_GROUPS:
-            self.add_counts(group, values.get(group) or "", day, counts, bucket, sign)
-        overview_rollup.run_contribution(self, values, day, sign, counts=counts, bucket=bucket)
+    def add_runs(self, runs: Iterable[Mapping], *, sign: int = 1) -> None:
+        """Add (or take away) runs. This runs inside the request that records them, and a
+        batch's runs mostly count under the same rows (one day, model, status, tools and
+        conversation): runs that do are summed first, and their rows are found once."""
+        alike: dict[tuple, tuple[Mapping, list, int]] = {}
+        for values in runs:
+            day = _day(values["created_at"])
+            counts, bucket = counters_of(values, values.get("total_turn_latency_ms"))
+            # Everything a run's rows are keyed by (RUN_GROUPS, run_contribution).
+            signature = (
+                day, bucket, values.get("status"), values.get("model_id"),
+                *(values.get(group) for group in RUN_GROUPS),
+                tuple(map(str, values.get("tool_names") or ())),
+                tuple(map(str, values.get("failed_tool_names") or ())),
+                values.get("user_id"), values.get("conversation_id"),
+            )  # fmt: skip
+            same = alike.get(signature)
+            if same is None:
+                alike[signature] = (values, counts, 1)
+            else:
+                first, total, number = same
+                summed = [a + b for a, b in zip(total, counts, strict=True)]
+                alike[signature] = (first, summed, number + 1)
+        for (day, bucket, *_keys), (values, counts, number) in alike.items():
+            for group in RUN_GROUPS:
+                self.add_counts(group, values.get(group) or "", day, counts, bucket, sign, number)
+            overview_rollup.run_contribution(
+                self, values, day, sign, counts=counts, bucket=bucket, runs=number
+            )
 
     def __bool__(self) -> bool:
         return any(any(values) for values in self.counters.values()) or any(self.buckets.values())
@@ -151,10 +172,9 @@ def rows_deleted(agent_id: str, runs: QuerySet[Run]) -> list[str]:
     reads on the indexes by run and one rollup statement (two when rows are left empty),
     whatever the rows."""
     delta = Delta()
-    ids = []
-    for run in runs.values("id", *RUN_FIELDS):
-        ids.append(run["id"])
-        delta.add_run(run, sign=-1)
+    stored = list(runs.values("id", *RUN_FIELDS))
+    ids = [run["id"] for run in stored]
+    delta.add_runs(stored, sign=-1)
     if not ids:
         return ids
     steps = RunStep.objects.filter(agent_id=agent_id, run_id__in=ids).values(*STEP_FIELDS)
@@ -326,8 +346,7 @@ def rollup_rebuild(*, agent_id: str) -> None:
         delta = Delta()
         for step in RunStep.objects.filter(agent_id=agent_id).values(*STEP_FIELDS).iterator():
             delta.add_step(step)
-        for run in Run.objects.filter(agent_id=agent_id).values(*RUN_FIELDS).iterator():
-            delta.add_run(run)
+        delta.add_runs(Run.objects.filter(agent_id=agent_id).values(*RUN_FIELDS).iterator())
         rollup_apply(agent_id, delta)
 
 

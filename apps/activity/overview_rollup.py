@@ -22,7 +22,7 @@ of `Rollup` rows:
   contribution: the rollup's upsert adds one when it inserts such a row and takes one away when
   it removes one (apps.activity.rollup_counts), into its stripe like a sum.
 
-Written by `analytics.Delta.add_run` in the recording's one rollup statement, taken away by
+Written by `analytics.Delta.add_runs` in the recording's one rollup statement, taken away by
 the retention purge (`analytics.rows_deleted`), so the figures stay those of the runs kept.
 Distinct users and conversations are not split by model or status (that would be a row per
 run): an Overview filtered by model or status counts those from the runs
@@ -70,7 +70,7 @@ RUN_FIELDS = ("model_id", "user_id", "conversation_id", "tool_names", "failed_to
 
 class _Delta(Protocol):
     def add_counts(self, group: str, key: str, day: date, counts: list, bucket: int | None,
-                   sign: int) -> None: ...  # fmt: skip
+                   sign: int, runs: int = 1) -> None: ...  # fmt: skip
 
 
 def _part(value: Any, limit: int) -> str:
@@ -86,30 +86,33 @@ def tool_key(tool: str, status: str, model: str | None) -> str:
 
 
 def run_contribution(
-    delta: _Delta, values: Mapping, day: date, sign: int, *, counts: list, bucket: int | None
-) -> None:
-    """Add (`sign` 1) or take away (-1) one run's contribution to the Overview's groups, given
-    its `counts` (one, failed, tokens..., credits) and latency `bucket`
-    (analytics.counters_of)."""
+    delta: _Delta, values: Mapping, day: date, sign: int, *, counts: list, bucket: int | None,
+    runs: int = 1,
+) -> None:  # fmt: skip
+    """Add (`sign` 1) or take away (-1) the contribution of `runs` runs alike in every key
+    (`values` is one of them) to the Overview's groups, given their summed `counts` (runs,
+    failed, tokens..., credits) and their latency `bucket` (analytics.counters_of)."""
     status, model = values.get("status") or "", values.get("model_id")
-    delta.add_counts(RUNS, run_key(status, model), day, counts, bucket, sign)
-    delta.add_counts(ALL, "", day, counts, bucket, sign)
+    delta.add_counts(RUNS, run_key(status, model), day, counts, bucket, sign, runs)
+    delta.add_counts(ALL, "", day, counts, bucket, sign, runs)
     used: list = values.get("tool_names") or []
     failing: list = values.get("failed_tool_names") or []
     if len(used) == 1 and not failing:  # most runs that use a tool: no tally needed
-        delta.add_counts(TOOLS, tool_key(str(used[0]), status, model), day, [1, 0], None, sign)
+        tally = [runs, 0]
+        delta.add_counts(TOOLS, tool_key(str(used[0]), status, model), day, tally, None, sign)
     elif used or failing:
         uses = Counter(str(name) for name in used)
         failures = Counter(str(name) for name in failing)
         for tool in sorted(set(uses) | set(failures)):
-            tally = [uses[tool], failures[tool]]
+            tally = [uses[tool] * runs, failures[tool] * runs]
             delta.add_counts(TOOLS, tool_key(tool, status, model), day, tally, None, sign)
     if values.get("user_id"):
         user = _part(values["user_id"], 255)
         delta.add_counts(USERS, user, day, counts, None, sign)
         delta.add_counts(USERS_MONTH, user, day.replace(day=1), counts, None, sign)
     if values.get("conversation_id"):
-        delta.add_counts(CONVERSATIONS, _part(values["conversation_id"], 255), day, [1], None, sign)
+        conversation = _part(values["conversation_id"], 255)
+        delta.add_counts(CONVERSATIONS, conversation, day, [runs], None, sign)
 
 
 # --- Reading -------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def run_factory(*, agent=None, conversation=None, user=None, **fields) -> Run:
     )
     # Counted in the analytics and Overview rollup as the recording would count it.
     delta = analytics.Delta()
-    delta.add_run(analytics.run_values(run))
+    delta.add_runs([analytics.run_values(run)])
     analytics.rollup_apply(agent_id, delta)
     return run
 

@@ -298,3 +298,37 @@ def test_the_month_tier_follows_the_deletion_of_a_users_data(agent):
     assert not _months_of("usr_ov2")
     _assert_same_figures(agent, MONTH_PERIODS)
     _assert_rollup_is_its_rebuild(agent)
+
+
+def test_runs_alike_in_one_batch_count_each(agent):
+    """The recording sums the runs of a batch that count under the same rollup rows (one day,
+    status, model, tools, conversation, latency bucket) before adding them: each still counts,
+    in its tokens, its credits and the latency histogram, when recorded, changed and purged."""
+    at = NOW - timedelta(days=20)
+    talk = _conversation(agent, at, _users(agent)[0])
+    runs = [
+        {"type": "run", "id": f"run_alike{n}", "conversation_id": talk, "request_id": f"r{n}",
+         "sdk_version": "5", "created_at": iso(at + timedelta(minutes=n)),
+         "status": ("streaming", "completed", "failed")[n // 3], "model_id": "big",
+         "tool_names": ["search"], "failed_tool_names": ["search"] if n >= 6 else [],
+         "total_tokens": 100 + n,
+         "credits_charged": 0.25 * n, "total_turn_latency_ms": 1000.0 + n}
+        for n in range(9)
+    ]  # fmt: skip
+    record(agent, *runs)
+    (row,) = RollupLatency.objects.filter(group="ov_all").values_list("count", flat=True)
+    assert row == 9  # one bucket, nine runs
+    figures = overview_of_rollups(agent.pk, OverviewScope.last_days(30))
+    assert figures.totals["runs"] == 9 and figures.totals["failed"] == 3
+    _assert_same_figures(agent)
+    _assert_rollup_is_its_rebuild(agent)
+    # Three alike runs end failed in one batch: taken away as they were, added as they are.
+    record(agent, *[{"type": "run", "id": f"run_alike{n}", "status": "failed",
+                     "failed_tool_names": ["search"]} for n in range(3)])  # fmt: skip
+    assert overview_of_rollups(agent.pk, OverviewScope.last_days(30)).totals["failed"] == 6
+    _assert_same_figures(agent)
+    _assert_rollup_is_its_rebuild(agent)
+    purged = conversations_purge_batch(agent_id=agent.pk, before=NOW - timedelta(days=12))
+    assert purged.runs == 9
+    _assert_same_figures(agent)
+    assert _rollup_rows() == ([], [])

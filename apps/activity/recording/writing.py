@@ -30,10 +30,15 @@ class BatchWrites(Batch):
         for step_id, before in self.step_before.items():
             delta.add_step(before, sign=-1)
             delta.add_step(analytics.step_values(steps[step_id]))
-        for event in events:
-            delta.add_run(analytics.run_values(event.run))
-            if event.previous is not None:
-                delta.add_run(analytics.run_values(event.previous), sign=-1)
+        delta.add_runs([analytics.run_values(event.run) for event in events])
+        delta.add_runs(
+            [
+                analytics.run_values(event.previous)
+                for event in events
+                if event.previous is not None
+            ],
+            sign=-1,
+        )
         analytics.rollup_apply(self.agent.pk, delta)
 
     def _write(self, model: type) -> None:
