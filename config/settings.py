@@ -414,7 +414,7 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cook
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
-# Team invitations (apps.workspaces.services.members, docs/team.md): a link works this many
+# Team invitations (apps.workspaces.services.invitations, docs/team.md): a link works this many
 # days, once. An invitation with an address is also sent by e-mail through Django's mail API:
 # the console backend (printed to the web process's output) unless an SMTP server is given.
 TEAM_INVITATION_DAYS = env_int("TEAM_INVITATION_DAYS", 7, minimum=1)

@@ -52,7 +52,7 @@ GROUP BY workspace_id, day, bucket HAVING sum(runs) <> 0
 """
 
 # Each day's p50 and p95 bucket over those rows, by the nearest-rank rule of
-# apps.usage.latency.percentiles (the same condition as selectors._PERCENTILE_BUCKETS).
+# apps.usage.latency.percentiles (the same condition as selectors.percentiles._PERCENTILE_BUCKETS).
 _DAY_PERCENTILES_SQL = """
 INSERT INTO usage_workspacedaypercentiles (workspace_id, day, p50_bucket, p95_bucket)
 SELECT workspace_id, day,

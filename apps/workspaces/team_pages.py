@@ -1,5 +1,5 @@
 """The console's Team page (members, roles, invitations) and the page an invitation link opens.
-Thin: every rule is in apps.workspaces.services.members."""
+Thin: every rule is in apps.workspaces.services (members, invitations)."""
 
 from typing import Any
 

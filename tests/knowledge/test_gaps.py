@@ -10,13 +10,14 @@ import pytest
 from django.utils import timezone
 
 from apps.activity.models import RunStep
-from apps.knowledge.gaps import feedback, resolution, selectors, services
+from apps.knowledge.gaps import feedback, resolution, selectors, services, steps
 from apps.knowledge.gaps.models import (
     KnowledgeDocumentRetrieval,
     KnowledgeGap,
     KnowledgeGapOccurrence,
 )
-from apps.knowledge.gaps.services import gap_reason, gaps_sweep
+from apps.knowledge.gaps.services import gaps_sweep
+from apps.knowledge.gaps.steps import gap_reason
 from tests.knowledge.conftest import make_file_document
 from tests.knowledge.gap_helpers import ask, otlp_retrieval, sweep
 
@@ -115,7 +116,7 @@ def test_an_answered_question_is_no_gap_but_counts_as_a_retrieval(writer, agent)
     hits = writer.post(
         "/v1/knowledge/search", json={"query": "travel expenses reimbursed", "run_id": "run_0"}
     ).json()["data"]
-    assert hits and hits[0]["score"] >= services.LOW_SCORE
+    assert hits and hits[0]["score"] >= steps.LOW_SCORE
     sweep()
     assert not KnowledgeGapOccurrence.objects.exists()
     counts = selectors.document_retrieval_counts(agent=agent, document_ids=[document.pk])

@@ -12,13 +12,8 @@ import httpx2
 import pytest
 
 from apps.common.netguard import BlockedURL
-from apps.tools.mcp_client import (
-    DiscoveryError,
-    GuardedTransport,
-    Limits,
-    _Budget,
-    list_remote_tools,
-)
+from apps.tools.mcp_client import DiscoveryError, GuardedTransport, Limits, list_remote_tools
+from apps.tools.mcp_client.guard import _Budget
 from tests.tools.mcp_servers import add_tool
 
 FAST = Limits(connect_timeout=2, read_timeout=1, total_timeout=5)

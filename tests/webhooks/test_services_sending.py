@@ -14,12 +14,13 @@ from werkzeug import Response
 from apps.common.errors import Conflict
 from apps.webhooks.models import Webhook, WebhookDelivery
 from apps.webhooks.services import (
+    attempts,
     deliveries_dispatch_due,
     delivery_record_for_run,
     delivery_retry,
     delivery_send_due,
     delivery_send_test,
-    dispatch,
+    sending,
     webhook_secret_rotate,
     webhook_update,
 )
@@ -220,7 +221,7 @@ def test_schedule_retries_six_times_with_backoff_then_fails_for_good(agent, rece
     assert delivery.attempts == 7
     assert delivery.retry_count == 6
     assert [a.retry for a in delivery.attempt_rows.all()] == [0, 1, 2, 3, 4, 5, 6]
-    for nominal, actual in zip(dispatch.retry_schedule(), delays, strict=True):
+    for nominal, actual in zip(attempts.retry_schedule(), delays, strict=True):
         assert nominal * 0.89 <= actual <= nominal * 1.11
     assert len(received(receiver)) == 7
 
@@ -395,7 +396,7 @@ def test_expired_claim_is_reclaimed_with_one_interrupted_attempt_then_sent(agent
     _configure(agent, receiver)
     receiver.expect_request("/hook").respond_with_data("ok")
     delivery = delivery_record_for_run(run=run_factory(agent=agent, status="completed"))
-    claim = dispatch._claim_due(now=timezone.now(), delivery_id=delivery.pk)
+    claim = sending._claim_due(now=timezone.now(), delivery_id=delivery.pk)
     assert claim is not None
 
     with time_machine.travel(timezone.now() + timedelta(minutes=2), tick=False) as clock:
@@ -407,7 +408,7 @@ def test_expired_claim_is_reclaimed_with_one_interrupted_attempt_then_sent(agent
         clock.shift(timedelta(seconds=10))
         assert deliveries_dispatch_due()["sent"] == 1
         # The original worker returns and tries to record its attempt with its old claim.
-        assert dispatch._attempt(claim) is None
+        assert sending._attempt(claim) is None
 
     delivery.refresh_from_db()
     assert delivery.status == "succeeded"

@@ -7,11 +7,10 @@ The knowledge pipeline calls, in order::
     chunks = chunk_markdown(result.markdown)
 
 ``extract`` does the work in-process; ``extract_bounded`` runs it in a forked child with memory
-and time limits, and is what a worker should call on untrusted files. One module per format
-(``pdf``, ``word``, ``excel``, ``powerpoint``, ``legacy`` for Office 97-2003 files, ``html``,
-``tabular`` for CSV and JSON, ``text``);
-each module's docstring says how that format is written as markdown. Tables are always written
-by ``markdown.markdown_table``.
+and time limits, and is what a worker should call on untrusted files. One module (or package)
+per format (``pdf``, ``word``, ``excel``, ``powerpoint``, ``legacy`` for Office 97-2003 files,
+``html``, ``tabular`` for CSV and JSON, ``text``); each module's docstring says how that format
+is written as markdown. Tables are always written by ``markdown.markdown_table``.
 """
 
 from __future__ import annotations

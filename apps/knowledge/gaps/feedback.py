@@ -21,7 +21,8 @@ from apps.knowledge.gaps.models import (
     KnowledgeGap,
     KnowledgeGapOccurrence,
 )
-from apps.knowledge.gaps.services import SweepResult, agent_steps_keep
+from apps.knowledge.gaps.positions import SweepResult
+from apps.knowledge.gaps.steps import agent_steps_keep
 
 
 def runs_feedback_record(*, agent_id: str, run_ids: set[str], negative: bool = True) -> int:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.common.errors import ServiceError
 from apps.common.keyset import paginate
 from apps.common.sorting import sorted_list
-from apps.knowledge.gaps import resolution, selectors, services
+from apps.knowledge.gaps import resolution, selectors, steps
 from apps.knowledge.gaps.models import KnowledgeGap
 from apps.knowledge.relevance import DEFAULT_MIN_SCORE
 from apps.workspaces.console import (
@@ -53,7 +53,7 @@ def gap_list(request: ConsoleRequest) -> HttpResponse:
         "is_first_page": not (request.GET.get("after") or request.GET.get("before")),
         "list_error": stale,
         "min_score": DEFAULT_MIN_SCORE,
-        "low_score": services.LOW_SCORE,
+        "low_score": steps.LOW_SCORE,
     }
     return render_page(request, LIST_TEMPLATE, context, partial="gap-table")
 

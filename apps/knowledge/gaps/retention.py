@@ -19,8 +19,8 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Count, Min, Q
 
+from apps.knowledge.gaps.grouping import question_key
 from apps.knowledge.gaps.models import KnowledgeGap, KnowledgeGapOccurrence, KnowledgeGapQuestion
-from apps.knowledge.gaps.services import question_key
 from apps.knowledge.gaps.vectors import vector_from_bytes, vector_to_bytes
 
 

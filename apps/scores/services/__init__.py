@@ -2,7 +2,8 @@
 
 Scores come from three sources through the same checks:
 - the API (`POST /v1/scores`, one or a batch of up to 1,000) and `/v1/ingest`'s `score`
-  records: `scores_parse` (parsing) then `scores_create` (writing);
+  records: `scores_parse` (parsing) then `scores_create` (writing, which resolves targets in
+  targets and stores rows in storing);
 - end users' browser tokens (thumbs up or down on an assistant message of their own
   conversation): `feedback_give`, `feedback_withdraw` (feedback);
 - owners and members in the console: `scores_create` with `source=console`, `score_delete` and

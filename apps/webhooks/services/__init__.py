@@ -2,12 +2,19 @@
 
 - `configuration`: the webhook's URL, events, enabled and paused state, and its signing secret;
 - `outbox`: recording an event as a pending delivery, in the transaction that caused it;
-- `dispatch`: claiming, sending and recording attempts, the retry schedule and the sweeps;
+- `dispatch`: queueing a new delivery, and the sweeps that reclaim, hold and send due ones;
+- `sending`: claiming one delivery and sending it, signed, under a lease;
+- `attempts`: recording an attempt: the retry schedule, the webhook's health and its pause;
 - `manual`: an owner's retry of one delivery, "retry all failed since" and test sends.
 
 Callers import from `apps.webhooks.services`; the names below are the package's public face.
 """
 
+from apps.webhooks.services.attempts import (
+    health_record_attempt,
+    pause_after_failures,
+    retry_schedule,
+)
 from apps.webhooks.services.configuration import (
     webhook_secret_reveal,
     webhook_secret_rotate,
@@ -19,9 +26,6 @@ from apps.webhooks.services.dispatch import (
     deliveries_reclaim_expired,
     delivery_send_due,
     dispatch_lock_seconds,
-    health_record_attempt,
-    pause_after_failures,
-    retry_schedule,
 )
 from apps.webhooks.services.manual import (
     RETRYABLE,

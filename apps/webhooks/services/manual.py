@@ -25,8 +25,9 @@ from apps.webhooks.models import (
     WebhookDelivery,
 )
 from apps.webhooks.services.audit import webhook_audit
-from apps.webhooks.services.dispatch import _attempt, _enqueue_dispatch, _mark_sending
+from apps.webhooks.services.dispatch import _enqueue_dispatch
 from apps.webhooks.services.outbox import event_body
+from apps.webhooks.services.sending import _attempt, _mark_sending
 
 
 def delivery_retry(*, agent, delivery_id: str) -> WebhookDelivery:

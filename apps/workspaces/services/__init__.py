@@ -3,7 +3,9 @@
 - `workspaces`: a workspace and its owner's membership;
 - `agents`: Agents, their configuration with revisions, archive and restore;
 - `api_keys`: creating keys and who may grant what, revoking them, authenticating a bearer key;
-- `members`: the team: invitations, roles, removal and leaving, ownership;
+- `members`: the team: roles, removal and leaving, ownership, offboarding;
+- `invitations`: invitations to the team: created, revoked, checked, accepted;
+- `team_checks`: what every team change checks first (an owner asks, an owner remains);
 - `key_cache`: the cache authentication reads, and the writes that keep it coherent (the
   revocation that takes effect on the next request, the `last_used_at` touch).
 
@@ -28,6 +30,15 @@ from apps.workspaces.services.api_keys import (
     api_key_revoke,
     api_key_usable_check,
 )
+from apps.workspaces.services.invitations import (
+    InvitationCreated,
+    invitation_accept,
+    invitation_accept_with_new_account,
+    invitation_by_token,
+    invitation_check,
+    invitation_create,
+    invitation_revoke,
+)
 from apps.workspaces.services.key_cache import (
     api_key_by_lookup_id_counted,
     api_key_cache_forget,
@@ -35,14 +46,7 @@ from apps.workspaces.services.key_cache import (
     api_key_revoke_now,
 )
 from apps.workspaces.services.members import (
-    InvitationCreated,
     MemberRemoval,
-    invitation_accept,
-    invitation_accept_with_new_account,
-    invitation_by_token,
-    invitation_check,
-    invitation_create,
-    invitation_revoke,
     member_remove,
     member_role_change,
     ownership_transfer,
