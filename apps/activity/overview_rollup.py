@@ -70,7 +70,7 @@ RUN_FIELDS = ("model_id", "user_id", "conversation_id", "tool_names", "failed_to
 
 class _Delta(Protocol):
     def add_counts(self, group: str, key: str, day: date, counts: list, bucket: int | None,
-                   sign: int, runs: int = 1) -> None: ...  # fmt: skip
+                   sign: int, number: int = 1) -> None: ...  # fmt: skip
 
 
 def _part(value: Any, limit: int) -> str:
@@ -91,7 +91,7 @@ def run_contribution(
 ) -> None:  # fmt: skip
     """Add (`sign` 1) or take away (-1) the contribution of `runs` runs alike in every key
     (`values` is one of them) to the Overview's groups, given their summed `counts` (runs,
-    failed, tokens..., credits) and their latency `bucket` (analytics.counters_of)."""
+    failed, tokens..., credits) and their latency `bucket` (analytics.contributions)."""
     status, model = values.get("status") or "", values.get("model_id")
     delta.add_counts(RUNS, run_key(status, model), day, counts, bucket, sign, runs)
     delta.add_counts(ALL, "", day, counts, bucket, sign, runs)

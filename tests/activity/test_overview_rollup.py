@@ -300,10 +300,11 @@ def test_the_month_tier_follows_the_deletion_of_a_users_data(agent):
     _assert_rollup_is_its_rebuild(agent)
 
 
-def test_runs_alike_in_one_batch_count_each(agent):
-    """The recording sums the runs of a batch that count under the same rollup rows (one day,
-    status, model, tools, conversation, latency bucket) before adding them: each still counts,
-    in its tokens, its credits and the latency histogram, when recorded, changed and purged."""
+def test_runs_and_steps_alike_in_one_batch_count_each(agent):
+    """The recording sums the runs (and steps) of a batch that count under the same rollup rows
+    (one day, status, model, tools, conversation, latency bucket) before adding them: each
+    still counts, in its tokens, its credits and the latency histogram, when recorded, changed
+    and purged."""
     at = NOW - timedelta(days=20)
     talk = _conversation(agent, at, _users(agent)[0])
     runs = [
@@ -311,13 +312,23 @@ def test_runs_alike_in_one_batch_count_each(agent):
          "sdk_version": "5", "created_at": iso(at + timedelta(minutes=n)),
          "status": ("streaming", "completed", "failed")[n // 3], "model_id": "big",
          "tool_names": ["search"], "failed_tool_names": ["search"] if n >= 6 else [],
-         "total_tokens": 100 + n,
          "credits_charged": 0.25 * n, "total_turn_latency_ms": 1000.0 + n}
         for n in range(9)
     ]  # fmt: skip
-    record(agent, *runs)
+    steps = [
+        {"type": "step", "id": f"step_alike{n}", "run_id": f"run_alike{n % 9}", "kind": "model",
+         "name": "chat", "model_id": "big", "status": "failed" if n % 4 == 0 else "completed",
+         "started_at": iso(at + timedelta(minutes=n % 9)), "duration_ms": 900 + n,
+         "input_tokens": 10 * n, "output_tokens": n, "total_tokens": 11 * n}
+        for n in range(12)
+    ]  # fmt: skip
+    record(agent, *runs, *steps)
     (row,) = RollupLatency.objects.filter(group="ov_all").values_list("count", flat=True)
     assert row == 9  # one bucket, nine runs
+    (chat,) = analytics.rollup_read(agent_id=agent.pk, group="model", first_day=at.date(),
+                                    last_day=at.date())  # fmt: skip
+    assert (chat.count, chat.failed, chat.total_tokens) == (12, 3, 11 * sum(range(12)))
+    assert sum(chat.histogram.values()) == 12
     figures = overview_of_rollups(agent.pk, OverviewScope.last_days(30))
     assert figures.totals["runs"] == 9 and figures.totals["failed"] == 3
     _assert_same_figures(agent)

@@ -30,7 +30,6 @@ from apps.activity.analytics.contributions import (
     STEP_GROUPS,
     TOKENS,
     Delta,
-    counters_of,
     run_values,
     step_values,
 )
@@ -59,7 +58,6 @@ __all__ = [
     "AnalyticsQuery",
     "Delta",
     "GroupFigures",
-    "counters_of",
     "figures_to_dict",
     "query_parse",
     "rollup_apply",

@@ -3,7 +3,7 @@ counters and latency bucket, summed in a `Delta` before one statement writes the
 (apps.activity.analytics.rollup)."""
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -32,15 +32,6 @@ def _day(moment: datetime) -> date:
     return moment.astimezone(UTC).date()
 
 
-def counters_of(values: Mapping, latency: Any) -> tuple[list, int | None]:
-    """A run's or step's counters (one, failed, input, output and total tokens, credits) and
-    the bucket of its `latency` (None: no latency)."""
-    failed = 1 if values.get("status") == "failed" else 0
-    counts: list[Any] = [1, failed, *[int(values.get(name) or 0) for name in TOKENS]]
-    counts.append(credits_decimal(values.get("credits_charged")))
-    return counts, None if latency is None else bucket_of(float(latency))
-
-
 @dataclass
 class Delta:
     """Differences to add: {(group, key, day): [count, failed, input, output, total, credits]}
@@ -51,54 +42,29 @@ class Delta:
     )
     buckets: dict[tuple[str, str, date, int], int] = field(default_factory=lambda: defaultdict(int))
 
-    def _add(self, keys: Iterable[tuple[str, str]], values: Mapping, day: date, latency: Any,
-             sign: int) -> None:  # fmt: skip
-        counts, bucket = counters_of(values, latency)
-        for group, key in keys:
-            self.add_counts(group, key, day, counts, bucket, sign)
-
     def add_counts(self, group: str, key: str, day: date, counts: Sequence, bucket: int | None,
-                   sign: int, runs: int = 1) -> None:  # fmt: skip
-        """Add `sign` x `counts` (count, failed, tokens..., credits) to one row, and `runs` to
-        its latency `bucket` (None: no latency)."""
+                   sign: int, number: int = 1) -> None:  # fmt: skip
+        """Add `sign` x `counts` (count, failed, tokens..., credits) of `number` steps or runs
+        to one row, and `number` to its latency `bucket` (None: no latency)."""
         counter = self.counters[(group, key, day)]
         for index, value in enumerate(counts):
             counter[index] += sign * value
         if bucket is not None:
-            self.buckets[(group, key, day, bucket)] += sign * runs
+            self.buckets[(group, key, day, bucket)] += sign * number
 
-    def add_step(self, values: Mapping, *, sign: int = 1) -> None:
-        keys = [("name", str(values["name"])[:255])]
-        if values.get("tool_name"):
-            keys.append(("tool", str(values["tool_name"])[:255]))
-        if values.get("model_id"):
-            keys.append(("model", str(values["model_id"])[:255]))
-        self._add(keys, values, _day(values["started_at"]), values.get("duration_ms"), sign)
+    def add_steps(self, steps: Iterable[Mapping], *, sign: int = 1) -> None:
+        """Add (or take away) steps, mappings of their `STEP_FIELDS`: each counts under its
+        name, and its tool and model when it has them, on the day it started."""
+        for (name, tool, model, day, bucket, _failed), (_values, counts, number) in _alike(
+            steps, _step_signature
+        ).items():
+            for group, key in (("name", name), ("tool", tool), ("model", model)):
+                if key or group == "name":
+                    self.add_counts(group, key, day, counts, bucket, sign, number)
 
     def add_runs(self, runs: Iterable[Mapping], *, sign: int = 1) -> None:
-        """Add (or take away) runs. This runs inside the request that records them, and a
-        batch's runs mostly count under the same rows (one day, model, status, tools and
-        conversation): runs that do are summed first, and their rows are found once."""
-        alike: dict[tuple, tuple[Mapping, list, int]] = {}
-        for values in runs:
-            day = _day(values["created_at"])
-            counts, bucket = counters_of(values, values.get("total_turn_latency_ms"))
-            # Everything a run's rows are keyed by (RUN_GROUPS, run_contribution).
-            signature = (
-                day, bucket, values.get("status"), values.get("model_id"),
-                *(values.get(group) for group in RUN_GROUPS),
-                tuple(map(str, values.get("tool_names") or ())),
-                tuple(map(str, values.get("failed_tool_names") or ())),
-                values.get("user_id"), values.get("conversation_id"),
-            )  # fmt: skip
-            same = alike.get(signature)
-            if same is None:
-                alike[signature] = (values, counts, 1)
-            else:
-                first, total, number = same
-                summed = [a + b for a, b in zip(total, counts, strict=True)]
-                alike[signature] = (first, summed, number + 1)
-        for (day, bucket, *_keys), (values, counts, number) in alike.items():
+        """Add (or take away) runs, mappings of their `RUN_FIELDS`."""
+        for (day, bucket, *_keys), (values, counts, number) in _alike(runs, _run_signature).items():
             for group in RUN_GROUPS:
                 self.add_counts(group, values.get(group) or "", day, counts, bucket, sign, number)
             overview_rollup.run_contribution(
@@ -107,6 +73,65 @@ class Delta:
 
     def __bool__(self) -> bool:
         return any(any(values) for values in self.counters.values()) or any(self.buckets.values())
+
+
+def _step_signature(step: Mapping) -> tuple:
+    """What a step's rows are keyed by: name, tool, model, day, latency bucket (and whether
+    it failed, which its counters differ by)."""
+    latency = step.get("duration_ms")
+    return (
+        str(step.get("name"))[:255],
+        str(step.get("tool_name") or "")[:255],
+        str(step.get("model_id") or "")[:255],
+        _day(step["started_at"]),
+        None if latency is None else bucket_of(float(latency)),
+        step.get("status") == "failed",
+    )
+
+
+def _run_signature(run: Mapping) -> tuple:
+    """What a run's rows are keyed by (RUN_GROUPS and overview_rollup.run_contribution's), day
+    and latency bucket first."""
+    latency = run.get("total_turn_latency_ms")
+    return (
+        _day(run["created_at"]),
+        None if latency is None else bucket_of(float(latency)),
+        run.get("status"),
+        run.get("model_id"),
+        *(run.get(group) for group in RUN_GROUPS),
+        tuple(map(str, run.get("tool_names") or ())),
+        tuple(map(str, run.get("failed_tool_names") or ())),
+        run.get("user_id"),
+        run.get("conversation_id"),
+    )
+
+
+def _alike(
+    items: Iterable[Mapping], signature_of: Callable[[Mapping], tuple]
+) -> dict[tuple, tuple[Mapping, list, int]]:
+    """{signature: (the first item's fields, the items' summed counters: count, failed, input,
+    output and total tokens, credits; how many)}. This runs inside the request that records
+    them, and a batch's steps and runs mostly count under the same rows (one day, name,
+    model, status, tools, conversation): those that do are summed here, their rows found once."""
+    alike: dict[tuple, tuple[Mapping, list, list[int]]] = {}
+    for values in items:
+        signature = signature_of(values)
+        same = alike.get(signature)
+        if same is None:
+            same = alike[signature] = (values, [0, 0, 0, 0, 0, Decimal(0)], [0])
+        total = same[1]
+        total[0] += 1
+        if values.get("status") == "failed":
+            total[1] += 1
+        for index, name in enumerate(TOKENS, start=2):
+            total[index] += int(values.get(name) or 0)
+        credits = values.get("credits_charged")
+        if credits is not None:
+            # Each row's credits as the database's float-to-numeric cast keeps them, so the
+            # sums equal a rebuild's.
+            total[5] += credits_decimal(credits)
+        same[2][0] += 1
+    return {signature: (values, total, n[0]) for signature, (values, total, n) in alike.items()}
 
 
 def step_values(step: Any) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from apps.activity.analytics.contributions import (
     STEP_FIELDS,
     TOKENS,
     Delta,
-    step_values,
 )
 from apps.activity.models import Rollup, RollupLatency, Run, RunStep
 from apps.activity.rollup_rebuild import rollup_rebuild_sql
@@ -27,10 +26,8 @@ def steps_recorded(agent_id: str, steps: Sequence[Mapping], before: Sequence[Map
     """The rollup's differences for steps written as field values (OTLP): each as it is now
     in, each as it was (`steps_stored_values`, read before the write) out."""
     delta = Delta()
-    for step in steps:
-        delta.add_step(step_values(step))
-    for step in before:
-        delta.add_step(step, sign=-1)
+    delta.add_steps(steps)
+    delta.add_steps(before, sign=-1)
     rollup_apply(agent_id, delta)
 
 
@@ -53,8 +50,7 @@ def rows_deleted(agent_id: str, runs: QuerySet[Run]) -> list[str]:
     if not ids:
         return ids
     steps = RunStep.objects.filter(agent_id=agent_id, run_id__in=ids).values(*STEP_FIELDS)
-    for step in steps.iterator(chunk_size=5000):
-        delta.add_step(step, sign=-1)
+    delta.add_steps(steps.iterator(chunk_size=5000), sign=-1)
     rollup_apply(agent_id, delta)
     return ids
 
@@ -220,7 +216,6 @@ def rollup_rebuild(*, agent_id: str) -> None:
         Rollup.objects.filter(agent_id=agent_id).delete()
         RollupLatency.objects.filter(agent_id=agent_id).delete()
         delta = Delta()
-        for step in RunStep.objects.filter(agent_id=agent_id).values(*STEP_FIELDS).iterator():
-            delta.add_step(step)
+        delta.add_steps(RunStep.objects.filter(agent_id=agent_id).values(*STEP_FIELDS).iterator())
         delta.add_runs(Run.objects.filter(agent_id=agent_id).values(*RUN_FIELDS).iterator())
         rollup_apply(agent_id, delta)

@@ -25,11 +25,9 @@ class BatchWrites(Batch):
         """The batch's differences to the analytics rollup (apps.activity.analytics)."""
         delta = analytics.Delta()
         steps = self.rows[RunStep]
-        for step_id in self.new[RunStep]:
-            delta.add_step(analytics.step_values(steps[step_id]))
-        for step_id, before in self.step_before.items():
-            delta.add_step(before, sign=-1)
-            delta.add_step(analytics.step_values(steps[step_id]))
+        written = [*self.new[RunStep], *self.step_before]
+        delta.add_steps([analytics.step_values(steps[step_id]) for step_id in written])
+        delta.add_steps(self.step_before.values(), sign=-1)
         delta.add_runs([analytics.run_values(event.run) for event in events])
         delta.add_runs(
             [
