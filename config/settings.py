@@ -509,7 +509,7 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 # top-level step of its trace's run when the run exists, else dropped (and counted).
 OTLP_PENDING_SPAN_TTL_SECONDS = env_int("OTLP_PENDING_SPAN_TTL_SECONDS", 3600, minimum=60)
 # Bytes of OTLP bodies one web process decodes and records at once; past it, 503 + Retry-After
-# (apps.activity.otlp.InFlight). One body alone is always admitted.
+# (apps.activity.otlp.in_flight). One body alone is always admitted.
 OTLP_BYTES_IN_FLIGHT = env_int("OTLP_BYTES_IN_FLIGHT", 2 * 1024 * 1024, minimum=1024)
 
 # Beat runs a few sweepers over due rows; delays live in the database (STYLE.md, Celery).

@@ -1,15 +1,9 @@
 """Routes of this app under /v1, served in both forms by config.api_urls."""
 
-from apps.activity.api import (
-    AnalyticsViewSet,
-    AuthTokenViewSet,
-    ConversationViewSet,
-    IngestViewSet,
-    MeConversationViewSet,
-    OtlpTracesViewSet,
-    RunViewSet,
-    UserViewSet,
-)
+from apps.activity.analytics_api import AnalyticsViewSet
+from apps.activity.api import ConversationViewSet, RunViewSet, UserViewSet
+from apps.activity.browser_token_api import AuthTokenViewSet, MeConversationViewSet
+from apps.activity.ingest_api import IngestViewSet, OtlpTracesViewSet
 from apps.activity.search_api import SearchViewSet
 from apps.api.routing import Route
 from apps.workspaces.cors import browser_cors

@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from apps.activity.models import Conversation, EndUser, Message, PendingSpan, Run, RunStep
-from apps.activity.otlp import _ids_as_base64
+from apps.activity.otlp.decoding import _ids_as_base64
 from tests.activity.test_otlp_ai_sdk import warm_up
 
 T0 = 1_738_324_800_000_000_000  # 2025-01-31T12:00:00Z in nanoseconds

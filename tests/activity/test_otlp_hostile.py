@@ -15,9 +15,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from apps.activity import otlp, tracing
+from apps.activity import otlp
 from apps.activity.models import Conversation, Message, PendingSpan, Run, RunStep
-from apps.activity.otlp import _ids_as_base64
+from apps.activity.otlp.decoding import _ids_as_base64
 from tests.activity.test_otlp_ai_sdk import warm_up
 
 PATH = "/v1/otlp/v1/traces"
@@ -204,9 +204,9 @@ def test_the_python_sdk_exports_nul_values_and_every_span_is_recorded(
 
 @pytest.mark.parametrize("content_type", [otlp.JSON, otlp.PROTOBUF])
 def test_a_span_over_a_limit_is_refused_alone_naming_the_limit(writer, monkeypatch, content_type):
-    monkeypatch.setattr(otlp, "MAX_ATTRIBUTES_PER_SPAN", 5)
-    monkeypatch.setattr(otlp, "MAX_EVENTS_PER_SPAN", 3)
-    monkeypatch.setattr(otlp, "MAX_ATTRIBUTES_PER_EVENT", 2)
+    monkeypatch.setattr("apps.activity.otlp.decoding.MAX_ATTRIBUTES_PER_SPAN", 5)
+    monkeypatch.setattr("apps.activity.otlp.decoding.MAX_EVENTS_PER_SPAN", 3)
+    monkeypatch.setattr("apps.activity.otlp.decoding.MAX_ATTRIBUTES_PER_EVENT", 2)
     many = [(f"a{index}", _text("x")) for index in range(6)]
     event = {"name": "e", "timeUnixNano": str(T0), "attributes": []}
     wide_event = {**event, "attributes": [{"key": f"k{i}", "value": _text("v")} for i in range(3)]}
@@ -228,7 +228,7 @@ def test_a_span_over_a_limit_is_refused_alone_naming_the_limit(writer, monkeypat
 
 
 def test_spans_past_the_limit_per_request_are_refused_before_they_are_read(writer, monkeypatch):
-    monkeypatch.setattr(otlp, "MAX_SPANS_PER_REQUEST", 3)
+    monkeypatch.setattr("apps.activity.otlp.decoding.MAX_SPANS_PER_REQUEST", 3)
     spans = [_span(ROOT)] + [_span(f"100000000000000{i}", parent=ROOT) for i in range(1, 4)]
     spans.append({"spanId": "not even a span"})  # past the limit: never parsed
     partial = _partial(_post(writer, _body(*spans)), otlp.JSON)
@@ -240,7 +240,7 @@ def test_spans_past_the_limit_per_request_are_refused_before_they_are_read(write
 
 
 def test_spans_nesting_past_the_depth_limit_are_refused(writer, monkeypatch):
-    monkeypatch.setattr(tracing, "MAX_SPAN_DEPTH", 4)
+    monkeypatch.setattr("apps.activity.tracing.placing.MAX_SPAN_DEPTH", 4)
     chain = [ROOT] + [f"10000000000000{i:02x}" for i in range(1, 7)]
     spans = [_span(chain[0])] + [_span(chain[i], parent=chain[i - 1]) for i in range(1, 7)]
     partial = _partial(_post(writer, _body(*reversed(spans))), otlp.JSON)
@@ -250,7 +250,7 @@ def test_spans_nesting_past_the_depth_limit_are_refused(writer, monkeypatch):
 
 
 def test_a_trace_holds_a_bounded_number_of_waiting_spans(writer, monkeypatch):
-    monkeypatch.setattr(tracing, "MAX_PENDING_SPANS_PER_TRACE", 3)
+    monkeypatch.setattr("apps.activity.tracing.waiting.MAX_PENDING_SPANS_PER_TRACE", 3)
     missing = "ffffffffffffff01"
     first = [_span(f"100000000000000{i}", parent=missing) for i in range(1, 3)]
     assert _partial(_post(writer, _body(*first)), otlp.JSON).rejected_spans == 0

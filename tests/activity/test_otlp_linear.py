@@ -1,7 +1,7 @@
 """OTLP recording is linear in the spans of a request, whatever their shape (issue 34).
 
 The work a request costs is counted, not timed: the Python lines the recording code executes
-(`sys.settrace` over apps/activity/otlp.py, tracing.py and the recording/ package, every loop
+(`sys.settrace` over the otlp/, tracing/ and recording/ packages of apps/activity, every loop
 iteration a line event) and the SQL statements it sends (CaptureQueriesContext). Each generated shape is
 posted at n and at 4n spans; linear work grows at most fourfold (the fixed cost of a request
 makes it less; a generated shape's mix of placed and waiting spans varies a little with its
@@ -24,7 +24,7 @@ from apps.activity.models import PendingSpan, RunStep
 PATH = "/v1/otlp/v1/traces"
 T0 = 1_738_324_800_000_000_000
 # The recording code whose lines are counted: modules, and packages (every module in them).
-_TRACED = ("apps/activity/otlp.py", "apps/activity/tracing.py", "apps/activity/recording/")
+_TRACED = ("apps/activity/otlp/", "apps/activity/tracing/", "apps/activity/recording/")
 _ROOT = Path(__file__).resolve().parents[2]
 _FILES = tuple(
     path.relative_to(_ROOT).as_posix()
@@ -207,7 +207,14 @@ def test_recording_work_grows_linearly_with_the_spans_of_any_shape(writer, shape
 def test_the_counted_code_is_the_recording_code():
     """A traced module that moves is not silently left out of the count."""
     assert all((_ROOT / name).exists() for name in _TRACED), _TRACED
-    assert {"apps/activity/recording/unit.py", "apps/activity/recording/steps.py"} <= set(_FILES)
+    assert {
+        "apps/activity/otlp/decoding.py",
+        "apps/activity/otlp/values.py",
+        "apps/activity/tracing/placing.py",
+        "apps/activity/tracing/steps.py",
+        "apps/activity/recording/unit.py",
+        "apps/activity/recording/steps.py",
+    } <= set(_FILES)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

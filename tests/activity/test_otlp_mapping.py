@@ -11,7 +11,8 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from apps.activity import span_mapping
-from apps.activity.otlp import _datetime, started_at
+from apps.activity.otlp import started_at
+from apps.activity.otlp.span_data import _datetime
 from apps.activity.span_mapping import _document, _int, _json_or_text, _number, span_kind
 
 SpanData = dict[str, Any]

@@ -1,51 +1,24 @@
-"""OpenTelemetry traces (OTLP/HTTP): the request body and its spans decoded, no database access.
-
-The wire format is the official `opentelemetry-proto` package's: binary protobuf is parsed as an
-`ExportTraceServiceRequest`; OTLP/JSON (ids in hex, as the OTLP specification says) is walked
-down to each span, whose ids are turned into protobuf's base64 so the same package parses it. A
-span is decoded on its own: a bad span is rejected with a reason and never takes the other spans
-of its request with it (partial success).
-
-Each span becomes a `SpanData`, a JSON-able dict (it is what a span waiting for its parent
-stores), which apps.activity.span_mapping maps onto a step of a run.
-"""
+"""An OTLP traces request decoded into spans (`SpanData`), each on its own: a span that is
+malformed or asks more than one span may (the limits below) is rejected with a reason, the
+others are kept."""
 
 import base64
 import binascii
-import re
-import threading
-import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
-from google.rpc.code_pb2 import Code
-from google.rpc.status_pb2 import Status as RpcStatus
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from apps.common.errors import (
-    BadRequest,
-    PayloadTooLarge,
-    ServiceUnavailable,
-    UnsupportedMediaType,
-)
+from apps.activity.otlp.body import PROTOBUF
+from apps.activity.otlp.span_data import SpanData, nanos_datetime
+from apps.activity.otlp.values import _attributes, _clean
+from apps.common.errors import BadRequest
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
-# A string attribute longer than this is cut before anything else looks at it (the step's own
-# bounds, apps.activity.bounds, are smaller, so the cut value is still marked truncated there).
-MAX_DECODED_STRING = 64 * 1024
 # What one request may ask of the server (docs/activity-recording.md, "Limits"). A span over a
 # per-span limit is refused alone (partial success, the OTLP/HTTP answer to bad data in an
 # otherwise good request); spans past MAX_SPANS_PER_REQUEST are refused the same way.
@@ -53,9 +26,6 @@ MAX_SPANS_PER_REQUEST = 10_000
 MAX_ATTRIBUTES_PER_SPAN = 1_000
 MAX_EVENTS_PER_SPAN = 1_000
 MAX_ATTRIBUTES_PER_EVENT = 1_000
-_MAX_ANY_VALUE_DEPTH = 16
-
-SpanData = dict[str, Any]
 
 
 @dataclass
@@ -68,37 +38,6 @@ class Decoded:
         self.rejected += 1
         if len(self.errors) < 5:
             self.errors.append(message)
-
-
-# --- The request body --------------------------------------------------------------------------
-
-
-def content_kind(content_type: str | None) -> str:
-    media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    if media_type in (PROTOBUF, JSON):
-        return media_type
-    raise UnsupportedMediaType(
-        f"Send OTLP traces as {PROTOBUF} or {JSON}; got {media_type or 'no Content-Type'!r}."
-    )
-
-
-def body_inflate(body: bytes, *, encoding: str | None, limit: int) -> bytes:
-    """The body, gunzipped when `Content-Encoding: gzip`, never larger than `limit` bytes."""
-    encoding = (encoding or "identity").strip().lower()
-    if encoding in ("", "identity"):
-        return body
-    if encoding != "gzip":
-        raise UnsupportedMediaType(f"Content-Encoding must be gzip or identity; got {encoding!r}.")
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        data = inflater.decompress(body, limit + 1)
-    except zlib.error:
-        raise BadRequest("The body is not valid gzip.") from None
-    if len(data) > limit:
-        raise PayloadTooLarge(f"The decompressed body is larger than {limit} bytes.")
-    if not inflater.eof:
-        raise BadRequest("The gzip body is truncated.")
-    return data
 
 
 def request_decode(body: bytes, *, kind: str) -> Decoded:
@@ -159,85 +98,6 @@ def request_decode(body: bytes, *, kind: str) -> Decoded:
     return decoded
 
 
-class InFlight:
-    """The bytes of OTLP bodies this process is decoding and recording at once. A body that
-    would take them over the limit while another is in flight is refused at once with 503 and
-    `Retry-After: 1` (exporters retry it, the OTLP/HTTP answer to an overloaded server) instead
-    of taking a web thread and a share of the CPU from every other request: a few hostile
-    requests of 10,000 spans could otherwise hold every thread. One body alone is always
-    admitted, whatever its size; small batches go side by side."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.bytes = 0
-
-    @contextmanager
-    def admit(self, size: int, *, limit: int) -> Iterator[None]:
-        with self._lock:
-            if self.bytes and self.bytes + size > limit:
-                raise ServiceUnavailable(
-                    f"This server is recording {self.bytes} bytes of OTLP requests; with "
-                    f"{size} more it would pass its limit of {limit} bytes in flight per "
-                    "process (OTLP_BYTES_IN_FLIGHT). Retry after 1 second.",
-                    retry_after=1,
-                )
-            self.bytes += size
-        try:
-            yield
-        finally:
-            with self._lock:
-                self.bytes -= size
-
-
-IN_FLIGHT = InFlight()
-
-
-def response_body(*, kind: str, rejected: int, message: str) -> tuple[bytes, str]:
-    """ExportTraceServiceResponse in the request's encoding; partial_success only when spans
-    were rejected (the specification's full success is an empty response)."""
-    response = ExportTraceServiceResponse()
-    if rejected:
-        response.partial_success.rejected_spans = rejected
-        response.partial_success.error_message = message
-    if kind == PROTOBUF:
-        return response.SerializeToString(), PROTOBUF
-    return orjson.dumps(json_format.MessageToDict(response)), JSON
-
-
-# The google.rpc.Code a failed request's Status carries, by HTTP status (the specification
-# says clients do not act on it; it is there for troubleshooting).
-_RPC_CODES = {
-    400: Code.INVALID_ARGUMENT, 401: Code.UNAUTHENTICATED, 403: Code.PERMISSION_DENIED,
-    404: Code.NOT_FOUND, 413: Code.INVALID_ARGUMENT, 415: Code.INVALID_ARGUMENT,
-    429: Code.RESOURCE_EXHAUSTED, 500: Code.INTERNAL, 503: Code.UNAVAILABLE,
-}  # fmt: skip
-
-
-def error_as_status(response: Any, *, content_type: str | None) -> Any:
-    """A failed request's answer as the OTLP/HTTP specification wants it: a `google.rpc.Status`
-    in the request's encoding (binary protobuf for `application/x-protobuf`, else JSON), with
-    the same HTTP status and headers (`WWW-Authenticate`, `Retry-After`). The JSON form also
-    keeps the API's `name`, so it is both a Status and the usual `{"name", "message"}`."""
-    try:
-        envelope = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        return response
-    if not isinstance(envelope, dict) or "message" not in envelope:
-        return response
-    status = RpcStatus(
-        code=_RPC_CODES.get(response.status_code, Code.UNKNOWN), message=str(envelope["message"])
-    )
-    media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    if media_type == PROTOBUF:
-        response.content = status.SerializeToString()
-        response["Content-Type"] = PROTOBUF
-    else:
-        answer = json_format.MessageToDict(status, always_print_fields_with_no_presence=True)
-        response.content = orjson.dumps({**answer, "name": envelope.get("name")})
-        response["Content-Type"] = JSON
-    return response
-
-
 # --- One span ------------------------------------------------------------------------------------
 
 
@@ -279,49 +139,6 @@ def _ids_as_base64(span: dict) -> dict:
             for link in links
         ]  # fmt: skip
     return span
-
-
-def _value(value: AnyValue, depth: int = 0) -> Any:
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "string_value":
-        return _clean(value.string_value[:MAX_DECODED_STRING])
-    if kind == "bytes_value":
-        return value.bytes_value[: MAX_DECODED_STRING // 2].hex()
-    if kind in ("bool_value", "int_value", "double_value"):
-        return getattr(value, kind)
-    if depth >= _MAX_ANY_VALUE_DEPTH:
-        return "…"
-    if kind == "array_value":
-        return [_value(item, depth + 1) for item in value.array_value.values[:1000]]
-    return {
-        _key(item.key): _value(item.value, depth + 1) for item in value.kvlist_value.values[:1000]
-    }
-
-
-# PostgreSQL text and jsonb cannot hold NUL (U+0000): a value's NUL becomes U+FFFD, a key's is
-# dropped, wherever it hides (nested arrays and key-value lists, event names, JSON carried in a
-# string attribute), so that one NUL costs a character, not the batch.
-def _clean(text: str) -> str:
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
-def _key(text: str) -> str:
-    return text.replace("\x00", "") if "\x00" in text else text
-
-
-# The escape `\u0000` in JSON text (not `\\u0000`, an escaped backslash and "u0000").
-_JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
-
-
-def json_cleaned(text: str) -> str:
-    """JSON text whose strings and keys, once read, hold U+FFFD where the text escapes NUL."""
-    return _JSON_NUL.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
-
-
-def _attributes(attributes) -> dict[str, Any]:
-    return {_key(item.key): _value(item.value) for item in attributes}
 
 
 _RESOURCE_KEPT = ("service.name", "telemetry.sdk.name", "telemetry.sdk.language",
@@ -425,24 +242,3 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
             "scope": scope.replace("\x00", "")[:255],
         }
     )
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def nanos_datetime(value: int) -> datetime:
-    """The instant `value` nanoseconds after the epoch, to the microsecond (cut, not rounded)."""
-    return _EPOCH + timedelta(microseconds=value // 1000)
-
-
-def _datetime(nanos: str | None) -> datetime | None:
-    if nanos is None:
-        return None
-    return nanos_datetime(int(nanos))
-
-
-def started_at(span: SpanData) -> datetime:
-    """A span's start, as its step's `started_at`."""
-    start = _datetime(span["start"])
-    assert start is not None  # a span without a start is rejected when decoded
-    return start
