@@ -43,9 +43,7 @@ def keyset_iterate(
         if len(batch) < batch_size:
             return
         last = batch[-1]
-        batch = list(
-            ordered.filter(keyset.after(getattr(last, keyset.field), last.id))[:batch_size]
-        )
+        batch = list(ordered.filter(keyset.after(keyset.value_of(last), last.id))[:batch_size])
 
 
 def _cell(value: Any) -> str:

@@ -24,7 +24,9 @@ MAX_LIMIT = 100
 
 @dataclass(frozen=True)
 class Keyset:
-    """The order of one list: a sort field, then the id as tie-breaker, in one direction."""
+    """The order of one list: a sort field, then the id as tie-breaker, in one direction; or a
+    sort field, then a time field (`then`), then the id — runs by status, newest first within
+    a status, from the one index that also serves the status filter."""
 
     name: str  # salts the cursor, so one list's cursor is refused by another
     field: str
@@ -32,6 +34,7 @@ class Keyset:
     # What the sort value is: "time" (a datetime), "number" or "text". Empty: told by the
     # field's name (`..._at` is a time, `name` is text, the rest are numbers).
     value_kind: str = ""
+    then: str = ""  # a time field ordering the rows of one sort value, before the id
 
     @property
     def kind(self) -> str:
@@ -42,9 +45,19 @@ class Keyset:
         return "text" if self.field == "name" else "number"
 
     @property
-    def order_by(self) -> tuple[str, str]:
+    def fields(self) -> tuple[str, ...]:
+        return (self.field, self.then, "id") if self.then else (self.field, "id")
+
+    @property
+    def order_by(self) -> tuple[str, ...]:
         sign = "-" if self.descending else ""
-        return (f"{sign}{self.field}", f"{sign}id")
+        return tuple(f"{sign}{name}" for name in self.fields)
+
+    def value_of(self, row: Any) -> Any:
+        """A row's sort value: its field's, or (field, then) for a keyset with `then`."""
+        if self.then:
+            return (getattr(row, self.field), getattr(row, self.then))
+        return getattr(row, self.field)
 
     def after(self, value: Any, row_id: str) -> Q:
         # `sort <= v AND (sort, id) < (v, last)`: the row comparison is one index range on
@@ -53,26 +66,33 @@ class Keyset:
         # of the run before the cursor. The first half lets the planner see the bound on the
         # sort key alone as well (and keeps SQLite's plans on the index).
         edge = "lte" if self.descending else "gte"
-        return Q(**{f"{self.field}__{edge}": value}) & Q(
-            _RowCompare(F(self.field), F("id"), Value(value), Value(row_id), less=self.descending)
+        values = (*value, row_id) if self.then else (value, row_id)
+        first = values[0]
+        return Q(**{f"{self.field}__{edge}": first}) & Q(
+            _RowCompare(
+                [F(name) for name in self.fields], [Value(v) for v in values], less=self.descending
+            )
         )
 
 
 class _RowCompare(Func):
-    """`(a, b) < (x, y)` (or `>`): a row comparison, which PostgreSQL and SQLite both read as
-    one range of a multicolumn index."""
+    """`(a, b, ...) < (x, y, ...)` (or `>`): a row comparison, which PostgreSQL and SQLite both
+    read as one range of a multicolumn index."""
 
     output_field = BooleanField()
 
-    def __init__(self, *expressions: Any, less: bool) -> None:
-        super().__init__(*expressions)
+    def __init__(self, columns: list, values: list, *, less: bool) -> None:
+        super().__init__(*columns, *values)
         self.less = less
 
     def as_sql(self, compiler, connection, **extra_context):  # type: ignore[override]
         parts = [compiler.compile(expression) for expression in self.get_source_expressions()]
-        (a, a_params), (b, b_params), (x, x_params), (y, y_params) = parts
+        half = len(parts) // 2
+        columns = ", ".join(sql for sql, _params in parts[:half])
+        values = ", ".join(sql for sql, _params in parts[half:])
+        params = [param for _sql, part_params in parts for param in part_params]
         op = "<" if self.less else ">"
-        return f"(({a}, {b}) {op} ({x}, {y}))", [*a_params, *b_params, *x_params, *y_params]
+        return f"(({columns}) {op} ({values}))", params
 
 
 @dataclass(frozen=True)
@@ -121,7 +141,10 @@ def page_request(query_params, *, default_limit: int = DEFAULT_LIMIT) -> PageReq
 def cursor_encode(keyset: Keyset, value: Any, row_id: str) -> str:
     """The signed cursor of a row by its keyset value and id (the ORM's pages and the compiled
     lists of apps.common.listing write the same ones)."""
-    if isinstance(value, datetime):
+    if keyset.then:
+        sort_value, then_value = value
+        payload = {"v": sort_value, "w": then_value.isoformat(), "i": row_id}
+    elif isinstance(value, datetime):
         payload = {"t": value.isoformat(), "i": row_id}
     else:
         payload = {"v": value, "i": row_id}
@@ -141,18 +164,30 @@ def _cursor_text(value: Any) -> str:
     return value
 
 
+def _cursor_time(text: Any) -> datetime:
+    value = datetime.fromisoformat(_cursor_text(text))
+    if value.tzinfo is None:
+        raise ValueError("a cursor's time has a zone")
+    return value.astimezone(UTC)  # OverflowError at the calendar's ends
+
+
 def _cursor_value(keyset: Keyset, payload: dict) -> Any:
-    """The sort value, of the type the keyset's field has, or ValueError."""
+    """The sort value, of the type the keyset's field has (with its `then` time), or
+    ValueError."""
     if keyset.kind == "time":
         if set(payload) != {"t", "i"}:
             raise ValueError("not a time cursor")
-        value = datetime.fromisoformat(_cursor_text(payload["t"]))
-        if value.tzinfo is None:
-            raise ValueError("a cursor's time has a zone")
-        return value.astimezone(UTC)  # OverflowError at the calendar's ends
+        return _cursor_time(payload["t"])
+    if keyset.then:
+        if set(payload) != {"v", "w", "i"}:
+            raise ValueError("not a value and time cursor")
+        return (_cursor_plain_value(keyset, payload["v"]), _cursor_time(payload["w"]))
     if set(payload) != {"v", "i"}:
         raise ValueError("not a value cursor")
-    value = payload["v"]
+    return _cursor_plain_value(keyset, payload["v"])
+
+
+def _cursor_plain_value(keyset: Keyset, value: Any) -> Any:
     if keyset.kind == "text":
         # "" is a value like another: a column's missing values sort as "" (Coalesce).
         return value if value == "" else _cursor_text(value)
@@ -189,7 +224,7 @@ def cursor_decode(keyset: Keyset, cursor: str) -> tuple[Any, str]:
 
 
 def _cursor_of(keyset: Keyset, row: Any) -> str:
-    return cursor_encode(keyset, getattr(row, keyset.field), row.id)
+    return cursor_encode(keyset, keyset.value_of(row), row.id)
 
 
 def _page_before(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Page:
@@ -197,7 +232,11 @@ def _page_before(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Pa
     assert page.before is not None
     value, row_id = cursor_decode(keyset, page.before)
     backwards = Keyset(
-        keyset.name, keyset.field, descending=not keyset.descending, value_kind=keyset.kind
+        keyset.name,
+        keyset.field,
+        descending=not keyset.descending,
+        value_kind=keyset.kind,
+        then=keyset.then,
     )
     rows = list(
         queryset.order_by(*backwards.order_by).filter(backwards.after(value, row_id))[

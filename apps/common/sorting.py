@@ -9,7 +9,8 @@ was made in and a cursor of another order is refused (the page then starts over 
 A column sorts by a model field, or by an expression (`Coalesce(size, -1)` so missing values
 sort below every real one, `Lower(name)` so case does not split the alphabet) annotated as
 `sort_value`. Either way the model has an index on `(agent, the same field or expression, id)`
-naming the list, so a page at any depth stays one index range scan.
+naming the list — or `(agent, field, then, id)` for a column with a `then` time — so a page at
+any depth stays one index range scan.
 
 The headers the template draws (`templates/_sort_header.html`) come from `ListSorts.headers`:
 a link that sorts by the column (a click on the current column turns it around), the arrow, and
@@ -52,6 +53,9 @@ class SortColumn:
     kind: str
     first_direction: str = "desc"
     css: str = ""
+    # A time field ordering the rows of one value, in the same direction, before the id (a
+    # column of few values read from the index its filter uses: apps.common.keyset.Keyset).
+    then: str = ""
 
     @property
     def field(self) -> str:
@@ -98,7 +102,13 @@ class ListSorts:
             return self.default
         direction = "desc" if choice.descending else "asc"
         name = f"{self.default.name}-{choice.column.name}-{direction}"
-        return Keyset(name, choice.column.field, choice.descending, value_kind=choice.column.kind)
+        return Keyset(
+            name,
+            choice.column.field,
+            choice.descending,
+            value_kind=choice.column.kind,
+            then=choice.column.then,
+        )
 
     def apply(self, queryset: QuerySet, choice: SortChoice) -> tuple[QuerySet, Keyset]:
         """`queryset` ready to page in `choice`'s order (an expression column annotated), and

@@ -401,7 +401,9 @@ def test_every_list_and_filter_is_an_index_range_scan_without_sort(agent, other_
     ]
     for query, keyset, shape, index in cases:
         queryset = query.queryset()
-        first = paginate(queryset, keyset=keyset, page=page_request({"limit": "100"}))
+        # Half a conversation's runs: the deep page is not estimated empty, where two indexes
+        # cost the same and a sample of the table decided between them.
+        first = paginate(queryset, keyset=keyset, page=page_request({"limit": "50"}))
         edge = (getattr(first.rows[-1], keyset.field), first.rows[-1].id)
         deep = queryset.order_by(*keyset.order_by).filter(keyset.after(*edge))[:101]
         compiled = compiled_list(query.model, shape, keyset)

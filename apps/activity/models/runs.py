@@ -92,8 +92,12 @@ class Run(TokenUsage):
             models.Index(
                 fields=["agent", "conversation_id", "-created_at", "-id"], name="run_agent_conv"
             ),
-            # ?status= on the list (for example every failed run).
-            models.Index(fields=["agent", "status", "-created_at", "-id"], name="run_agent_status"),
+            # ?status= on the list (for example every failed run, newest first), and the Runs
+            # page sorted by status (selectors.RUN_SORTS: status, then created_at, then id, all
+            # in one direction) — one index, as recording writes every index of every run.
+            models.Index(
+                fields=["agent", "-status", "-created_at", "-id"], name="run_agent_status"
+            ),
             # ?user_id= on the list and a user's page; with the tokens and credits beside the
             # key, the users' totals (selectors.user_usage) are an index-only scan.
             models.Index(
@@ -130,9 +134,8 @@ class Run(TokenUsage):
                 F("id").desc(),
                 name="run_agent_latency",
             ),
-            # ... or by status or model, A to Z (run_agent_status and run_agent_model serve
-            # the filters: newest first within one value, not the values in order).
-            models.Index(fields=["agent", "status", "id"], name="run_agent_status_sort"),
+            # ... or by model, A to Z (run_agent_model serves the filter: newest first within
+            # one value, and its nulls are not the '' this order reads them as).
             models.Index(
                 F("agent"), Coalesce(F("model_id"), Value("")), F("id"), name="run_agent_model_sort"
             ),

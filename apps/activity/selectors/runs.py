@@ -31,9 +31,9 @@ def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
 
 
 # The Runs page's orders: newest first (the API's), or by tokens, credits or latency, where a
-# missing value sorts below every real one (last when the biggest come first), or by status or
-# model (A to Z first; no model sorts first). Each has an index on (agent, the same expression,
-# id) in Run.Meta. The user, tools and scores columns are not orders of the runs table (a join,
+# missing value sorts below every real one (last when the biggest come first), by status (Z to A
+# first, then newest first) or by model (A to Z first; no model sorts first). Each has an index
+# on (agent, the same expression, id) in Run.Meta (status: with created_at before the id). The user, tools and scores columns are not orders of the runs table (a join,
 # an array, another table's rows; scores sort once a score is chosen, apps.activity.score_filters).
 RUN_SORTS = ListSorts(
     RUN_KEYSET,
@@ -58,7 +58,10 @@ RUN_SORTS = ListSorts(
             "number",
             css="num",
         ),
-        SortColumn("status", "Status", "status", "text", "asc"),
+        # Newest first within a status, from the status filter's index (run_agent_status):
+        # streaming and failed runs first, as one looks for them; turned around, the oldest
+        # aborted run first.
+        SortColumn("status", "Status", "status", "text", "desc", then="created_at"),
         SortColumn("model", "Model", Coalesce(F("model_id"), Value("")), "text", "asc"),
     ),
 )
