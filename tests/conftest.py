@@ -223,7 +223,7 @@ def pytest_collection_finish(session):
     """What collection made (Django, every test module, the OpenAPI document and the matrices
     built from it) lives until the process ends: frozen out of the garbage collector's view, and
     the youngest generation collected every 10,000 allocations instead of 700, the collector
-    takes about a third less CPU in a test process (docs/performance.md, the fast loop)."""
+    takes half the CPU it did over a `make test-fast` run (docs/performance.md, the fast loop)."""
     import gc
 
     gc.collect()
