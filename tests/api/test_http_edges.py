@@ -22,6 +22,10 @@ from tests.web_server import GunicornServer
 
 NINE_MIB = 9 * 1024 * 1024
 
+# One test process runs the whole module, so the module's gunicorn starts once per run, not once
+# in each process that draws one of its tests (`make test-fast`'s --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("http-edges")
+
 
 @pytest.fixture(scope="module")
 def gunicorn(django_db_setup, tmp_path_factory):

@@ -17,7 +17,9 @@ from apps.activity.models import Conversation, EndUser, Run
 from tests.factories import agent_factory, user_factory, workspace_factory
 from tests.module_rows import rows_for_the_module
 
-pytestmark = pytest.mark.django_db
+# One test process runs the whole module (--dist loadgroup), so the demo month of `demo` is
+# seeded once per run, not once in each process that draws one of its tests.
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("console-hostile-queries")]
 
 LIST_PAGES = [
     "/overview/",
