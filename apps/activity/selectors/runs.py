@@ -33,8 +33,9 @@ def run_list(*, agent: Agent, filters: dict | None = None) -> QuerySet[Run]:
 # The Runs page's orders: newest first (the API's), or by tokens, credits or latency, where a
 # missing value sorts below every real one (last when the biggest come first), by status (Z to A
 # first, then newest first) or by model (A to Z first; no model sorts first). Each has an index
-# on (agent, the same expression, id) in Run.Meta (status: with created_at before the id). The user, tools and scores columns are not orders of the runs table (a join,
-# an array, another table's rows; scores sort once a score is chosen, apps.activity.score_filters).
+# on (agent, the same expression, id) in Run.Meta (status: with created_at before the id). The
+# user, tools and scores columns are not orders of the runs table (a join, an array, another
+# table's rows; scores sort once a score is chosen, apps.activity.score_filters).
 RUN_SORTS = ListSorts(
     RUN_KEYSET,
     (
