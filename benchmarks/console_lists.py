@@ -210,7 +210,7 @@ def middle_cursor(sorts, queryset, choice, total: int) -> str:
 
     ordered, keyset = sorts.apply(queryset, choice)
     row = ordered.order_by(*keyset.order_by)[total // 2 : total // 2 + 1].get()
-    return cursor_encode(keyset, getattr(row, keyset.field), row.id)
+    return cursor_encode(keyset, keyset.value_of(row), row.id)
 
 
 def explain(queryset) -> str:
