@@ -9,7 +9,7 @@ apps.api.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,8 +67,7 @@ class Keyset:
         # sort key alone as well (and keeps SQLite's plans on the index).
         edge = "lte" if self.descending else "gte"
         values = (*value, row_id) if self.then else (value, row_id)
-        first = values[0]
-        return Q(**{f"{self.field}__{edge}": first}) & Q(
+        return Q(**{f"{self.field}__{edge}": values[0]}) & Q(
             _RowCompare(
                 [F(name) for name in self.fields], [Value(v) for v in values], less=self.descending
             )
@@ -231,13 +230,7 @@ def _page_before(queryset: QuerySet, *, keyset: Keyset, page: PageRequest) -> Pa
     """The `limit` rows just before the cursor's row, read backwards on the same index."""
     assert page.before is not None
     value, row_id = cursor_decode(keyset, page.before)
-    backwards = Keyset(
-        keyset.name,
-        keyset.field,
-        descending=not keyset.descending,
-        value_kind=keyset.kind,
-        then=keyset.then,
-    )
+    backwards = replace(keyset, descending=not keyset.descending)
     rows = list(
         queryset.order_by(*backwards.order_by).filter(backwards.after(value, row_id))[
             : page.limit + 1

@@ -113,12 +113,12 @@ def _alike(
     output and total tokens, credits; how many)}. This runs inside the request that records
     them, and a batch's steps and runs mostly count under the same rows (one day, name,
     model, status, tools, conversation): those that do are summed here, their rows found once."""
-    alike: dict[tuple, tuple[Mapping, list, list[int]]] = {}
+    alike: dict[tuple, tuple[Mapping, list]] = {}
     for values in items:
         signature = signature_of(values)
         same = alike.get(signature)
         if same is None:
-            same = alike[signature] = (values, [0, 0, 0, 0, 0, Decimal(0)], [0])
+            same = alike[signature] = (values, [0, 0, 0, 0, 0, Decimal(0)])
         total = same[1]
         total[0] += 1
         if values.get("status") == "failed":
@@ -130,8 +130,8 @@ def _alike(
             # Each row's credits as the database's float-to-numeric cast keeps them, so the
             # sums equal a rebuild's.
             total[5] += credits_decimal(credits)
-        same[2][0] += 1
-    return {signature: (values, total, n[0]) for signature, (values, total, n) in alike.items()}
+    # How many: the count, the first counter.
+    return {signature: (values, total, total[0]) for signature, (values, total) in alike.items()}
 
 
 def step_values(step: Any) -> dict[str, Any]:
