@@ -1,4 +1,6 @@
 import os
+import threading
+from importlib import import_module
 
 from django.core.wsgi import get_wsgi_application
 
@@ -16,3 +18,8 @@ load_in_background()
 # Every search reads the query's language and stop words: their models load now too (the first
 # keyword search of a fresh process took 0.7-2.4 s).
 warm_up_in_background()
+# The /mcp endpoint's SDK (0.8 s of CPU to import) loads with its first request otherwise
+# (apps/mcp_server/urls.py).
+threading.Thread(
+    target=import_module, args=("apps.mcp_server.endpoint",), name="mcp-import", daemon=True
+).start()

@@ -5,7 +5,9 @@ The toolkit reverses its own URL names (`oauth2_provider:token`, ...) when it bu
 metadata, so its routes keep that namespace (`oauth_urlpatterns`); the rest are ours.
 """
 
+from django.http import HttpRequest, HttpResponse
 from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as oauth_views
 
 from apps.mcp_server import pages
@@ -15,10 +17,20 @@ from apps.mcp_server.authorization import (
     ClientRegistrationView,
     RateLimitedTokenView,
 )
-from apps.mcp_server.endpoint import mcp_endpoint
 from apps.mcp_server.oauth import TOOL_SCOPES
 
 app_name = "mcp_server"
+
+
+@csrf_exempt
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    """`/mcp` (apps.mcp_server.endpoint), imported by its first request rather than with the
+    URLs: the MCP SDK's models cost about 0.8 s of CPU to import, which every process that
+    loads the URLs paid (test processes, scripts), and every web worker's first request. The
+    web process imports it in the background at start (config/wsgi.py)."""
+    from apps.mcp_server.endpoint import mcp_endpoint as serve
+
+    return serve(request)
 
 
 class McpResourceMetadataView(oauth_views.OAuthProtectedResourceMetadataView):

@@ -17,7 +17,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.tools.mcp_client import DiscoveryError, Limits, Listing, list_remote_tools
+from apps.tools import mcp_client
+from apps.tools.mcp_client import DiscoveryError, Limits, Listing
 from apps.tools.models import McpDiscovery, McpServer, McpTool
 from apps.tools.secrets import UnreadableSecret, decrypt_headers
 from apps.tools.services import enqueue_discovery_after_commit
@@ -72,7 +73,10 @@ def server_discover(*, server_id: str) -> str:
         return _finish(server, started_at=started_at, error=INTERRUPTED)
     try:
         headers = decrypt_headers(server.auth_headers_encrypted)
-        listing = list_remote_tools(server.url, headers=headers, limits=limits_from_settings())
+        # Looked up here, not imported with the module: it loads the MCP SDK (mcp_client).
+        listing = mcp_client.list_remote_tools(
+            server.url, headers=headers, limits=limits_from_settings()
+        )
     except (DiscoveryError, UnreadableSecret) as exc:
         return _finish(server, started_at=started_at, error=str(exc))
     except Exception:

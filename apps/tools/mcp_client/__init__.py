@@ -21,9 +21,26 @@ exchange, its checks and its errors), `results` (limits, listing, `DiscoveryErro
 import from `apps.tools.mcp_client`; the names below are the package's public face.
 """
 
-from apps.tools.mcp_client.guard import GuardedTransport
-from apps.tools.mcp_client.listing import list_remote_tools
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from apps.tools.mcp_client.results import DiscoveryError, Limits, Listing, RemoteTool
+
+if TYPE_CHECKING:
+    from apps.tools.mcp_client.guard import GuardedTransport
+    from apps.tools.mcp_client.listing import list_remote_tools
+
+# The names that need the MCP SDK import it when first asked for: the SDK's models cost about
+# 0.8 s of CPU to import, which every Celery worker paid at start (its tasks import the
+# discovery) though few discover tools.
+_NEEDS_THE_SDK = {"GuardedTransport": "guard", "list_remote_tools": "listing"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NEEDS_THE_SDK:
+        return getattr(import_module(f"{__name__}.{_NEEDS_THE_SDK[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DiscoveryError",
