@@ -1,7 +1,9 @@
 # The two commands: `make run` and `make test`. Everything else supports them.
 SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
-export UV_LINK_MODE ?= copy
+# uv links the venv's files to its cache (its default; it copies where the cache is on another
+# file system): a new clone's venv in 6 s instead of 21 s with copies, before every CI run.
+export UV_LINK_MODE ?= hardlink
 # Python keeps the bytecode it compiles in __pycache__, whatever the shell says: a test run starts
 # dozens of Python processes (xdist, gunicorn, Celery workers, scripts), and with
 # PYTHONDONTWRITEBYTECODE set each compiled Django and every library from source again (23 s of
