@@ -21,7 +21,7 @@ while IFS= read -r -d '' lockfile; do
   folder="$(dirname "$lockfile")"
   if [ ! -d "$folder/node_modules" ] || [ "$lockfile" -nt "$folder/node_modules" ]; then
     echo "install_node_packages: npm ci in $folder"
-    (cd "$folder" && npm ci --no-audit --no-fund)
+    (cd "$folder" && npm ci --no-audit --no-fund --prefer-offline)
     touch "$folder/node_modules"
     installed=$((installed + 1))
   fi
