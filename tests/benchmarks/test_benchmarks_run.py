@@ -71,8 +71,10 @@ SCRIPTS: dict[str, list[str]] = {
     # Its two Agents' candidates and features, as JSON lines on stdout (the analysis reads
     # such dumps of the relevance and calibration databases).
     "knowledge_abstention_features.py dump": ["dump", "calib", "-"],
-    # Then the served search through gunicorn, one second per mode.
-    "knowledge_search.py": ["--chunks", "60", "--runs", "1", "--http", "1"],
+    # A few synthetic chunks beside the corpus' (each one real embedding: the model's slowest
+    # work here), then the served search through gunicorn, half a second per mode and as long
+    # again to warm it.
+    "knowledge_search.py": ["--chunks", "20", "--runs", "1", "--http", "0.5"],
     # A fresh process's first keyword search over the Agent knowledge_search.py left, both ways.
     "knowledge_first_search.py cold": ["cold"],
     "knowledge_first_search.py warm": ["warm"],
