@@ -7,7 +7,8 @@ after the run's test database and dropped afterwards; Redis is the run's (script
 Redis start their own); corpus, media and broker folders are temporary. Never a development
 database. The tests of a group (below) run one after the other on one xdist worker: they share
 that worker's benchmark database, migrated before the first (a copy of the test database), and
-interactive_queue.py makes it again from a pristine copy instead of migrating from the start.
+the scripts that drop and make it again (TEMPLATE_SCRIPTS) make it from a pristine copy instead
+of migrating from the start.
 """
 
 from __future__ import annotations
@@ -107,9 +108,10 @@ SCRIPTS: dict[str, list[str]] = {
     "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
     # Two corpus documents embedded beside one burner.
     "embedding_under_load.py": ["--documents", "2", "--burners", "1", "--timeout", "300"],
-    # The webhook drill: a few deliveries to the black hole, one small file, one tiny upload.
+    # The webhook drill: a few deliveries to the black hole, one small file, one tiny upload
+    # (and no pause after it: the next upload's wait).
     "webhook_queue.py": ["--runs", "50", "--files", "1", "--kilobytes", "5", "--uploads", "1",
-                         "--seconds", "5"],
+                         "--upload-every", "0", "--seconds", "5"],
     # One idle and one busy round behind one small file, through the production topology. It
     # drops and makes its database again, so it comes last, when the others are done with it.
     "interactive_queue.py": ["--rounds", "1", "--files", "1", "--kilobytes", "5"],
@@ -128,6 +130,9 @@ RUN_ELSEWHERE = {
 # of about half the suite's work on a loaded machine; in two, a process that is done with the
 # browser tests takes the second.
 SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "interactive_queue.py")
+# Scripts that drop their database and make it again: from the migrated template (`--template`),
+# not migrated from the start (half a minute of a loaded machine each).
+TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
 # Scripts that serve on a fixed port unless told another.
 PORT_SCRIPTS = ("api_lists.py", "recording.py", "scores.py")
 DATA_GROUP = pytest.mark.xdist_group("benchmarks")
@@ -202,8 +207,8 @@ def bench_template(django_db_setup, django_db_blocker) -> Iterator[tuple[str, st
 @pytest.fixture(scope="module")
 def bench_database(bench_template: tuple[str, str]) -> Iterator[BenchDatabases]:
     """The benchmarks' own database beside the run's test database, a copy of the migrated
-    template, dropped after: no script migrates from the start (interactive_queue.py, which
-    makes its database again, makes it from the template too)."""
+    template, dropped after: no script migrates from the start (TEMPLATE_SCRIPTS, which make
+    their database again, make it from the template too)."""
     server, template = bench_template
     name = template.removesuffix("_template")
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
@@ -298,7 +303,7 @@ def test_script_runs_at_a_tiny_size(
         )
     if script == "extraction.py":
         arguments += ["--corpus", str(small_corpus)]
-    if script == "interactive_queue.py":
+    if script in TEMPLATE_SCRIPTS:
         arguments += ["--template", bench_database.template]
     if script.split()[0] in PORT_SCRIPTS:
         # A free port, not the script's fixed default, which another run on the machine may
