@@ -105,7 +105,9 @@ SCRIPTS: dict[str, list[str]] = {
     "scale.py fill": ["fill", "--runs", "200"],
     "scale.py measure": ["measure", "--requests", "1"],
     "scale.py purge": ["purge", "--minutes", "0.2", "--baseline-seconds", "1"],
-    "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
+    # A file of a few passages: every phase, the fresh child's included (waited for).
+    "worker_memory.py": ["--megabytes", "0.005", "--embed-seconds", "30", "--settle-seconds",
+                         "1"],
     # Two corpus documents embedded beside one burner.
     "embedding_under_load.py": ["--documents", "2", "--burners", "1", "--timeout", "300"],
     # The webhook drill: a few deliveries to the black hole, one small file, one tiny upload
@@ -130,6 +132,9 @@ RUN_ELSEWHERE = {
 # of about half the suite's work on a loaded machine; in two, a process that is done with the
 # browser tests takes the second.
 SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "interactive_queue.py")
+# Scripts that drop their database and make it again: from the migrated template (`--template`),
+# not migrated from the start (half a minute of a loaded machine each).
+TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
 # Scripts that drop their database and make it again: from the migrated template (`--template`),
 # not migrated from the start (half a minute of a loaded machine each).
 TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
