@@ -83,12 +83,13 @@ SCRIPTS: dict[str, list[str]] = {
     "knowledge_gap_grouping.py": ["--set", "development"],
     # The sweep over a few hundred retrieval steps, then each request once.
     "knowledge_gaps.py": ["--steps", "200", "--distinct", "20", "--requests", "1"],
-    # Every run filter and pair over a few thousand runs.
-    "run_filters.py": ["--runs", "2000", "--requests", "1"],
+    # Every run filter and pair over a few thousand runs, each once after one warm-up.
+    "run_filters.py": ["--runs", "2000", "--requests", "1", "--warmup", "1"],
     # Word search over a few thousand messages and steps, each query once.
     "message_search.py": ["--messages", "3000", "--steps", "500", "--requests", "1"],
     # The same database as run_filters.py, with two steps per run: every case once.
-    "activity_scale.py": ["--runs", "2000", "--steps-per-run", "2", "--requests", "1"],
+    "activity_scale.py": ["--runs", "2000", "--steps-per-run", "2", "--requests", "1",
+                          "--warmup", "1"],
     # Two small batches of scores through gunicorn, sent twice; the score filter on a few runs.
     "scores.py": ["--batches", "2", "--batch", "50", "--runs", "20", "--filter-runs", "300"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
@@ -132,6 +133,9 @@ RUN_ELSEWHERE = {
 # of about half the suite's work on a loaded machine; in two, a process that is done with the
 # browser tests takes the second.
 SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "interactive_queue.py")
+# Scripts that drop their database and make it again: from the migrated template (`--template`),
+# not migrated from the start (half a minute of a loaded machine each).
+TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
 # Scripts that drop their database and make it again: from the migrated template (`--template`),
 # not migrated from the start (half a minute of a loaded machine each).
 TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
