@@ -2,7 +2,7 @@
 and the console Overview, over N runs with ten steps each (default 1,000,000 and 10,000,000).
 
     nice -n 10 uv run python benchmarks/activity_scale.py [--runs 1000000] [--steps-per-run 10]
-        [--requests 30] [--only api,console,analytics,overview]
+        [--requests 30] [--warmup 5] [--only api,console,analytics,overview]
 
 The database and its fill are run_filters.py's (BENCH_FILTERS_DATABASE_URL; one Agent's runs
 over 400 days with every dimension spread, then `--steps-per-run` steps per run: three model
@@ -10,7 +10,7 @@ calls, five tool calls of eight tools, a retrieval and a custom step), set-based
 the next run. The analytics rollup (steps and runs, with the Overview's groups) is computed
 once from the rows with its SQL rebuild, as the migration does for runs recorded before it.
 
-Each case is asked `--requests` times after five warm-up requests, in process through Django's
+Each case is asked `--requests` times after `--warmup` (five) warm-up requests, in process through Django's
 test client — API key authentication and the rate limiter for `/v1`, a signed-in workspace
 owner and the whole page rendered for the console — and its p50 / p95 in milliseconds printed:
 
@@ -67,14 +67,16 @@ def rollup_fill() -> None:
     print(f"rollup of {runs:,} runs and {steps:,} steps in {time.monotonic() - started:.0f} s")
 
 
-def timed_get(client, label: str, path: str, params: dict, requests: int, **headers) -> None:
+def timed_get(
+    client, label: str, path: str, params: dict, requests: int, warmup: int, **headers
+) -> None:
     samples = []
-    for index in range(requests + 5):
+    for index in range(requests + warmup):
         started = time.perf_counter()
         response = client.get(path, params, headers=headers)
         elapsed = (time.perf_counter() - started) * 1000
         assert response.status_code == 200, (label, response.status_code, response.content[:300])
-        if index >= 5:
+        if index >= warmup:
             samples.append(elapsed)
     samples.sort()
     p95 = samples[max(0, int(len(samples) * 0.95) - 1)]
@@ -140,6 +142,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--steps-per-run", type=int, default=10)
     parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5, help="requests before each case's")
     parser.add_argument("--only", default="api,console,analytics,overview")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -162,24 +165,29 @@ def main() -> None:
     steps = args.runs * args.steps_per_run
     print(f"{args.runs:,} runs, {steps:,} steps; milliseconds p50 / p95", flush=True)
     if "api" in only:
-        run_filters.measure("/v1/runs", run_filters.RUN_CASES, args.requests, key)
-        run_filters.measure("/v1/conversations", run_filters.CONVERSATION_CASES, args.requests, key)
+        for path, cases in (
+            ("/v1/runs", run_filters.RUN_CASES),
+            ("/v1/conversations", run_filters.CONVERSATION_CASES),
+        ):
+            run_filters.measure(path, cases, args.requests, key, args.warmup)
     client = owner_client()
     if "console" in only:
         print("\nconsole Runs page (rendered)", flush=True)
         for label, params in run_filters.RUN_CASES:
-            timed_get(client, label, "/runs/", console_params(params), args.requests)
+            timed_get(client, label, "/runs/", console_params(params), args.requests, args.warmup)
     today = timezone.now().date()
     if "analytics" in only:
         print("\nanalytics", flush=True)
         for label, path, params in analytics_cases(today):
-            timed_get(client, label, path, params, args.requests, Authorization=f"Bearer {key}")
+            timed_get(client, label, path, params, args.requests, args.warmup,
+                      Authorization=f"Bearer {key}")  # fmt: skip
         timed_get(client, "Performance page, 30 days by tool", "/performance/",
-                  {"agent": AGENT, "group": "tool"}, args.requests)  # fmt: skip
+                  {"agent": AGENT, "group": "tool"}, args.requests, args.warmup)  # fmt: skip
     if "overview" in only:
         print("\nconsole Overview page (rendered)", flush=True)
         for label, params in overview_cases(today):
-            timed_get(client, label, "/overview/", {"agent": AGENT, **params}, args.requests)
+            timed_get(client, label, "/overview/", {"agent": AGENT, **params}, args.requests,
+                      args.warmup)  # fmt: skip
     print("load average after:", " ".join(f"{v:.2f}" for v in os.getloadavg()), flush=True)
 
 

@@ -2,7 +2,7 @@
 busy loops hold every core; no task may fail and progress may not stall.
 
     uv run python benchmarks/embedding_under_load.py [--documents 20] [--burners 2]
-        [--timeout 1800]
+        [--timeout 1800] [--template DATABASE]
 
 The bulk worker as the README's production section starts it (`nice -n 10`, two processes,
 the production settings and soft time limit), on PostgreSQL and a private redis-server;
@@ -20,7 +20,8 @@ embedded passages are counted; the script reports:
 - the most failed batches any document recorded (`embedding_failures`).
 
 The database (BENCH_DATABASE_URL, default .../agent_console_bench_embedding) is dropped and
-made again.
+made again, empty or as a copy of `--template` (a migrated database nothing is connected to:
+the migration then has nothing to do).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from config.worker_environment import worker_environment  # noqa: E402 - after the path is set
+from benchmarks.interactive_queue import recreate_database  # noqa: E402 - after the path is set
+from config.worker_environment import worker_environment  # noqa: E402
 from tests.corpus import CORPUS_DIR  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
@@ -65,16 +67,6 @@ def corpus_files(count: int) -> list[Path]:
     return files[:count]
 
 
-def recreate_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        connection.execute(f'CREATE DATABASE "{name}"')
-
-
 class Progress(threading.Thread):
     """Embedded passages, every half second: the longest gap without progress."""
 
@@ -82,6 +74,7 @@ class Progress(threading.Thread):
         super().__init__(daemon=True)
         self.database_url = database_url
         self.stop_event = threading.Event()
+        self.finished = threading.Event()  # set once every passage is embedded
         self.last = -1
         self.total = 0
         self.first_progress_at: float | None = None
@@ -114,6 +107,8 @@ class Progress(threading.Thread):
                             self.first_progress_at = now
                         self.last_progress_at = now
                     self.last = embedded
+                if self.done:
+                    self.finished.set()
                 self.stop_event.wait(0.5)
 
     @property
@@ -126,9 +121,14 @@ def main() -> int:
     parser.add_argument("--documents", type=int, default=20)
     parser.add_argument("--burners", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument(
+        "--template",
+        help="make the database as a copy of this migrated one on the same server, instead of "
+        "empty and migrated from the start",
+    )
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE)
-    recreate_database(database_url)
+    recreate_database(database_url, args.template)
     files = corpus_files(args.documents)
     redis = RedisServer().start()
     burners: list[multiprocessing.Process] = []
@@ -147,18 +147,15 @@ def main() -> int:
             env.pop(key, None)
         log_path = Path(folder) / "worker.log"
         try:
-            subprocess.run(
-                [PYTHON, "manage.py", "migrate", "--no-input", "-v", "0"],
-                cwd=ROOT,
-                env=env,
-                check=True,
-            )
             os.environ.update(env)
             os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
             import django
 
             django.setup()
             from django.core.files.uploadedfile import SimpleUploadedFile
+            from django.core.management import call_command
+
+            call_command("migrate", interactive=False, verbosity=0)
 
             from apps.knowledge import pipeline, services
             from tests.factories import agent_factory, workspace_factory
@@ -197,7 +194,7 @@ def main() -> int:
                     print("timed out", flush=True)
                     break
                 loads.append(os.getloadavg()[0])
-                time.sleep(2)
+                progress.finished.wait(2)  # ends as soon as the last passage is embedded
             elapsed = time.monotonic() - started
             progress.stop_event.set()
             progress.join()

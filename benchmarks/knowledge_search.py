@@ -431,7 +431,7 @@ def _http_load(agent, relevance: dict, args) -> None:
                 for share in (0.5, 0.95, 0.99)
             }
             print(
-                f"HTTP {mode:8} {rate:6.1f} req/s ({len(values)} requests in {args.http:.0f} s): "
+                f"HTTP {mode:8} {rate:6.1f} req/s ({len(values)} requests in {args.http:g} s): "
                 f"p50 {p[0.5]:.1f} ms, p95 {p[0.95]:.1f} ms, p99 {p[0.99]:.1f} ms, "
                 f"max {values[-1]:.1f} ms, over 1 s: {sum(v > 1000 for v in values)}; CPU a "
                 f"request: gunicorn {cpu[0]:.1f} ms + PostgreSQL {cpu[1]:.1f} ms "
@@ -476,6 +476,9 @@ def _cpu_seconds(pids: list[int]) -> dict[int, float]:
         used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return used
 
+
+# Real embeddings the synthetic chunks' vectors are drawn around (_add_synthetic_chunks).
+BASE_VECTORS = 256
 
 # Words planted in the synthetic chunks at chosen frequencies, so the timed queries cover a
 # very common term (in half the chunks), common (20 %), medium (1 %) and rare (0.01 %) ones.
@@ -530,7 +533,9 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
     Text: 40-90 words drawn with a Zipf-like law from a 30,000-word vocabulary, plus the
     PLANTED words at their frequencies. Vectors: not computed by the model (a million would
     take hours on 2 cores): each chunk gets one of 256 real embeddings of synthetic texts plus
-    noise, normalised (one window), which costs the search what real vectors cost. With pgvector
+    noise, normalised (one window), which costs the search what real vectors cost; fewer when
+    fewer chunks are missing (one per chunk: the smoke run's few dozen, not 256 model runs of
+    a 256-piece window each, half a minute of CPU). With pgvector
     the vector column is filled as well and the HNSW index built after the load (timed).
     """
     import numpy as np
@@ -567,7 +572,10 @@ def _add_synthetic_chunks(agent, missing: int) -> None:
                 picked.insert(int(rng.integers(0, len(picked))), word)
         return " ".join(picked)
 
-    base_texts = [text_of(rng.choice(len(vocabulary), size=60, p=weights)) for _ in range(256)]
+    base_texts = [
+        text_of(rng.choice(len(vocabulary), size=60, p=weights))
+        for _ in range(min(BASE_VECTORS, missing))
+    ]
     base = embeddings.embed_texts(base_texts)
     batch = 50_000
     # Bulk-load practice: the keyword indexes are dropped for the COPY and built again after it,

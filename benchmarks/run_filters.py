@@ -1,6 +1,7 @@
 """The filters of GET /v1/runs and GET /v1/conversations at N runs: each alone and two combined.
 
     nice -n 10 uv run python benchmarks/run_filters.py [--runs 1000000] [--requests 40]
+        [--warmup 5]
 
 A dedicated PostgreSQL database (BENCH_FILTERS_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/agent_console_filters) holds one Agent's N runs over 400
@@ -17,10 +18,10 @@ dimensions of issue 36 spread so that the filtered values are common and rare al
 each drawn independently (a hash of the run number and a salt per dimension), as the planner
 assumes they are.
 
-Each case is requested `--requests` times (after five warm-up requests) through Django's test
-client — key authentication, the Redis rate limiter and the compiled list SQL, as a request
-from outside gets them, without a socket — and the p50 / p95 in milliseconds are printed with
-the row count the first page returned.
+Each case is requested `--requests` times (after `--warmup`, five, warm-up requests) through
+Django's test client — key authentication, the Redis rate limiter and the compiled list SQL, as
+a request from outside gets them, without a socket — and the p50 / p95 in milliseconds are
+printed with the row count the first page returned.
 """
 
 import argparse
@@ -247,7 +248,7 @@ def _concrete(params: dict) -> dict:
     return out
 
 
-def measure(path: str, cases: list, requests: int, key: str) -> None:
+def measure(path: str, cases: list, requests: int, key: str, warmup: int = 5) -> None:
     from django.test import Client
 
     client = Client()
@@ -257,13 +258,13 @@ def measure(path: str, cases: list, requests: int, key: str) -> None:
         query = _concrete(params)
         samples = []
         rows = 0
-        for index in range(requests + 5):
+        for index in range(requests + warmup):
             started = time.perf_counter()
             response = client.get(path, query, headers=headers)
             elapsed = (time.perf_counter() - started) * 1000
             assert response.status_code == 200, (label, response.content[:300])
             rows = len(response.json()["data"])
-            if index >= 5:
+            if index >= warmup:
                 samples.append(elapsed)
         samples.sort()
         p95 = samples[max(0, int(len(samples) * 0.95) - 1)]
@@ -274,6 +275,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=5, help="requests before each case's")
     parser.add_argument("--steps-per-run", type=int, default=10)
     parser.add_argument("--fill-only", action="store_true")
     args = parser.parse_args()
@@ -292,8 +294,8 @@ def main() -> None:
         agent=Agent.objects.get(pk=AGENT), name="bench", scopes=["runs:read", "conversations:read"]
     )
     print(f"{args.runs:,} runs, {args.runs // 10:,} conversations; load {os.getloadavg()[0]:.1f}")
-    measure("/v1/runs", RUN_CASES, args.requests, key)
-    measure("/v1/conversations", CONVERSATION_CASES, args.requests, key)
+    measure("/v1/runs", RUN_CASES, args.requests, key, args.warmup)
+    measure("/v1/conversations", CONVERSATION_CASES, args.requests, key, args.warmup)
 
 
 if __name__ == "__main__":

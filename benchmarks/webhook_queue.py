@@ -3,7 +3,7 @@ endpoint and documents' embedding queued, how long a tiny upload takes to be `re
 long the broker's queues grow.
 
     uv run python benchmarks/webhook_queue.py [--runs 3000] [--files 8] [--kilobytes 100]
-        [--uploads 3] [--seconds 90]
+        [--uploads 3] [--upload-every 10] [--seconds 90] [--template DATABASE]
 
 Against the service as the README's production section starts it (gunicorn 2 x 4, one worker
 per queue, two processes each, the bulk one under `nice -n 10`, and beat), on PostgreSQL and
@@ -14,13 +14,16 @@ a private redis-server:
 2. `--runs` completed runs are posted to /v1/ingest (100 a request): each records a delivery;
 3. `--files` distinct markdown files of `--kilobytes` are uploaded and awaited `ready`: their
    embedding is then queued on the bulk queue;
-4. `--uploads` tiny uploads, one every 10 s, each timed from its 201 to the first
-   `GET /v1/knowledge/{id}` that answers `ready`;
+4. `--uploads` tiny uploads, one every `--upload-every` seconds (10) after the previous one is
+   `ready` (the last one too), each timed from its 201 to the first `GET /v1/knowledge/{id}`
+   that answers `ready`;
 5. for `--seconds` from step 2 on, the length of every queue is sampled each second, and the
    webhook queue's dispatcher messages are counted.
 
 The database (BENCH_DATABASE_URL, default .../agent_console_bench_webhooks) is dropped and
-made again. The web and worker processes may reach 127.0.0.1 (the test-only network setting).
+made again, empty or as a copy of `--template` (a migrated database nothing is connected to:
+the migration then has nothing to do). The web and worker processes may reach 127.0.0.1 (the
+test-only network setting).
 """
 
 from __future__ import annotations
@@ -156,10 +159,18 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=8, help="documents whose embedding queues")
     parser.add_argument("--kilobytes", type=int, default=100, help="size of each document")
     parser.add_argument("--uploads", type=int, default=3, help="tiny uploads timed")
+    parser.add_argument(
+        "--upload-every", type=float, default=10, help="seconds after each tiny upload is ready"
+    )
     parser.add_argument("--seconds", type=float, default=90, help="how long queues are sampled")
+    parser.add_argument(
+        "--template",
+        help="make the database as a copy of this migrated one on the same server (no "
+        "documents in it), instead of empty and migrated from the start",
+    )
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE)
-    recreate_database(database_url)
+    recreate_database(database_url, args.template)
     hole = BlackHole()
 
     with TemporaryDirectory(prefix="bench-webhooks-") as folder:
@@ -235,7 +246,7 @@ def main() -> int:
                     f"(load {os.getloadavg()[0]:.2f})",
                     flush=True,
                 )
-                time.sleep(10)
+                time.sleep(args.upload_every)
             while time.monotonic() - started < args.seconds:
                 time.sleep(1)
             sampler.stop_event.set()

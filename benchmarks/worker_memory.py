@@ -193,8 +193,13 @@ def main() -> None:
         sampler = Sampler(service.processes["worker"].pid)
         sampler.start()
         try:
-            # The worker up and its child idle: the fresh child's size.
+            # The worker up and its child idle: the fresh child's size, sampled at least once
+            # (a worker slower to start than --settle-seconds, on a loaded machine or in the
+            # smoke run's second, is waited for).
             time.sleep(args.settle_seconds)
+            deadline = time.monotonic() + 120
+            while "fresh child" not in sampler.samples and time.monotonic() < deadline:
+                time.sleep(0.05)
             if args.file:
                 name, data = args.file.name, args.file.read_bytes()
             else:

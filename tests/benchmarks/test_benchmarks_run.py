@@ -7,7 +7,8 @@ after the run's test database and dropped afterwards; Redis is the run's (script
 Redis start their own); corpus, media and broker folders are temporary. Never a development
 database. The tests of a group (below) run one after the other on one xdist worker: they share
 that worker's benchmark database, migrated before the first (a copy of the test database), and
-interactive_queue.py makes it again from a pristine copy instead of migrating from the start.
+the scripts that drop and make it again (TEMPLATE_SCRIPTS) make it from a pristine copy instead
+of migrating from the start.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ SCRIPTS: dict[str, list[str]] = {
     # Its two Agents' candidates and features, as JSON lines on stdout (the analysis reads
     # such dumps of the relevance and calibration databases).
     "knowledge_abstention_features.py dump": ["dump", "calib", "-"],
-    # Then the served search through gunicorn, one second per mode.
-    "knowledge_search.py": ["--chunks", "60", "--runs", "1", "--http", "1"],
+    # A few synthetic chunks beside the corpus' (each one real embedding: the model's slowest
+    # work here), then the served search through gunicorn, half a second per mode and as long
+    # again to warm it.
+    "knowledge_search.py": ["--chunks", "20", "--runs", "1", "--http", "0.5"],
     # A fresh process's first keyword search over the Agent knowledge_search.py left, both ways.
     "knowledge_first_search.py cold": ["cold"],
     "knowledge_first_search.py warm": ["warm"],
@@ -80,12 +83,13 @@ SCRIPTS: dict[str, list[str]] = {
     "knowledge_gap_grouping.py": ["--set", "development"],
     # The sweep over a few hundred retrieval steps, then each request once.
     "knowledge_gaps.py": ["--steps", "200", "--distinct", "20", "--requests", "1"],
-    # Every run filter and pair over a few thousand runs.
-    "run_filters.py": ["--runs", "2000", "--requests", "1"],
+    # Every run filter and pair over a few thousand runs, each once after one warm-up.
+    "run_filters.py": ["--runs", "2000", "--requests", "1", "--warmup", "1"],
     # Word search over a few thousand messages and steps, each query once.
     "message_search.py": ["--messages", "3000", "--steps", "500", "--requests", "1"],
     # The same database as run_filters.py, with two steps per run: every case once.
-    "activity_scale.py": ["--runs", "2000", "--steps-per-run", "2", "--requests", "1"],
+    "activity_scale.py": ["--runs", "2000", "--steps-per-run", "2", "--requests", "1",
+                          "--warmup", "1"],
     # Two small batches of scores through gunicorn, sent twice; the score filter on a few runs.
     "scores.py": ["--batches", "2", "--batch", "50", "--runs", "20", "--filter-runs", "300"],
     "pdf_vs_markitdown.py": ["--repeats", "1"],
@@ -102,12 +106,15 @@ SCRIPTS: dict[str, list[str]] = {
     "scale.py fill": ["fill", "--runs", "200"],
     "scale.py measure": ["measure", "--requests", "1"],
     "scale.py purge": ["purge", "--minutes", "0.2", "--baseline-seconds", "1"],
-    "worker_memory.py": ["--megabytes", "0.02", "--embed-seconds", "30", "--settle-seconds", "1"],
+    # A file of a few passages: every phase, the fresh child's included (waited for).
+    "worker_memory.py": ["--megabytes", "0.005", "--embed-seconds", "30", "--settle-seconds",
+                         "1"],
     # Two corpus documents embedded beside one burner.
     "embedding_under_load.py": ["--documents", "2", "--burners", "1", "--timeout", "300"],
-    # The webhook drill: a few deliveries to the black hole, one small file, one tiny upload.
+    # The webhook drill: a few deliveries to the black hole, one small file, one tiny upload
+    # (and no pause after it: the next upload's wait).
     "webhook_queue.py": ["--runs", "50", "--files", "1", "--kilobytes", "5", "--uploads", "1",
-                         "--seconds", "5"],
+                         "--upload-every", "0", "--seconds", "5"],
     # One idle and one busy round behind one small file, through the production topology. It
     # drops and makes its database again, so it comes last, when the others are done with it.
     "interactive_queue.py": ["--rounds", "1", "--files", "1", "--kilobytes", "5"],
@@ -126,6 +133,15 @@ RUN_ELSEWHERE = {
 # of about half the suite's work on a loaded machine; in two, a process that is done with the
 # browser tests takes the second.
 SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "interactive_queue.py")
+# Scripts that drop their database and make it again: from the migrated template (`--template`),
+# not migrated from the start (half a minute of a loaded machine each).
+TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
+# Scripts that drop their database and make it again: from the migrated template (`--template`),
+# not migrated from the start (half a minute of a loaded machine each).
+TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
+# Scripts that drop their database and make it again: from the migrated template (`--template`),
+# not migrated from the start (half a minute of a loaded machine each).
+TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
 # Scripts that serve on a fixed port unless told another.
 PORT_SCRIPTS = ("api_lists.py", "recording.py", "scores.py")
 DATA_GROUP = pytest.mark.xdist_group("benchmarks")
@@ -200,8 +216,8 @@ def bench_template(django_db_setup, django_db_blocker) -> Iterator[tuple[str, st
 @pytest.fixture(scope="module")
 def bench_database(bench_template: tuple[str, str]) -> Iterator[BenchDatabases]:
     """The benchmarks' own database beside the run's test database, a copy of the migrated
-    template, dropped after: no script migrates from the start (interactive_queue.py, which
-    makes its database again, makes it from the template too)."""
+    template, dropped after: no script migrates from the start (TEMPLATE_SCRIPTS, which make
+    their database again, make it from the template too)."""
     server, template = bench_template
     name = template.removesuffix("_template")
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
@@ -296,7 +312,7 @@ def test_script_runs_at_a_tiny_size(
         )
     if script == "extraction.py":
         arguments += ["--corpus", str(small_corpus)]
-    if script == "interactive_queue.py":
+    if script in TEMPLATE_SCRIPTS:
         arguments += ["--template", bench_database.template]
     if script.split()[0] in PORT_SCRIPTS:
         # A free port, not the script's fixed default, which another run on the machine may
