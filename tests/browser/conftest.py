@@ -63,6 +63,20 @@ def page(browser):
     context.close()
 
 
+# The page has loaded and htmx is neither waiting for an answer nor swapping or settling one (it
+# readies the new rows' own hx- links while settling); requests that `hx-trigger="load"`
+# starts are under way by the time the document is complete.
+HTMX_IDLE = """() => document.readyState === 'complete'
+  && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"""
+
+
+def settle(page) -> None:
+    """Wait until the page is loaded and its htmx requests are answered and swapped in: what a
+    test that reads the page next needs, without "networkidle"'s half second of quiet at least.
+    Keep "networkidle" where the test proves that nothing more is requested."""
+    page.wait_for_function(HTMX_IDLE)
+
+
 def sign_in(page, live_server, user) -> None:
     page.goto(f"{live_server.url}/login/")
     page.fill("#id_username", user.email)
