@@ -2,6 +2,12 @@
 
 `console_page` is a page already signed in as the workspace owner. Browser tests run on the
 same worker (xdist group "browser") so two Chromiums do not fight for the 2 cores.
+
+Two ways in: `sign_in` fills the login form, for the tests whose subject is signing in (and
+`test_agent_switcher`, which signs in through the form as any person does); `log_in` hands the
+browser a session made server-side, as Django's test client's `force_login` does, for every
+test whose subject comes after: no login page, no redirect to the Overview (whose charts are
+the slowest page to draw), no half a second of network quiet waited for.
 """
 
 import os
@@ -57,6 +63,20 @@ def page(browser):
     context.close()
 
 
+# The page has loaded and htmx is neither waiting for an answer nor swapping or settling one (it
+# readies the new rows' own hx- links while settling); requests that `hx-trigger="load"`
+# starts are under way by the time the document is complete.
+HTMX_IDLE = """() => document.readyState === 'complete'
+  && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"""
+
+
+def settle(page) -> None:
+    """Wait until the page is loaded and its htmx requests are answered and swapped in: what a
+    test that reads the page next needs, without "networkidle"'s half second of quiet at least.
+    Keep "networkidle" where the test proves that nothing more is requested."""
+    page.wait_for_function(HTMX_IDLE)
+
+
 def sign_in(page, live_server, user) -> None:
     page.goto(f"{live_server.url}/login/")
     page.fill("#id_username", user.email)
@@ -65,9 +85,40 @@ def sign_in(page, live_server, user) -> None:
     page.wait_for_load_state("networkidle")
 
 
+def log_in(page, live_server, user, agent=None) -> None:
+    """Sign `page`'s browser context in as `user` with a real session made server-side: a
+    session row in the database (Django's `login()`, through the test client's `force_login`)
+    and its cookie in the context, for the live server's host. With `agent`, the session's
+    current Agent is set (as `console_client` does); without, the first page opened picks it
+    as after the login form. That page also sets the CSRF cookie."""
+    from django.conf import settings
+    from django.test import Client
+
+    from tests.conftest import console_client
+
+    if agent is None:
+        client = Client()
+        client.force_login(user)
+    else:
+        client = console_client(user, agent)
+    page.context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+                "httpOnly": settings.SESSION_COOKIE_HTTPONLY,
+                "sameSite": settings.SESSION_COOKIE_SAMESITE,
+            }
+        ]
+    )
+
+
 @pytest.fixture
 def console_page(page, live_server, owner, agent):
-    """A page signed in as the owner of `agent`'s workspace."""
-    sign_in(page, live_server, owner)
+    """A page signed in as the owner of `agent`'s workspace, with `agent` as the current Agent
+    (the only one when it signed in through the form and first opened a page: a test's later
+    Agents, which may sort before it, do not take its place)."""
+    log_in(page, live_server, owner, agent)
     page.live_server_url = live_server.url
     return page

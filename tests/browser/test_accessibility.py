@@ -8,7 +8,7 @@ import pytest
 
 from apps.workspaces.console import navigation
 from tests.activity.factories import run_factory
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.factories import api_key_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,7 +37,7 @@ def test_no_serious_accessibility_violations(
         viewport={"width": width, "height": 900 if width > 600 else 844}, bypass_csp=True
     )
     page = context.new_page()
-    sign_in(page, live_server, user)
+    log_in(page, live_server, user)
 
     found = {}
     for item in navigation(is_owner=role == "owner"):

@@ -4,7 +4,7 @@ version in one click, then archives and restores the Agent after confirming."""
 import pytest
 
 from apps.workspaces.models import Agent, AgentRevision
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,7 +76,7 @@ def test_dismissing_the_confirmation_archives_nothing(console_page, sibling_agen
 
 
 def test_a_member_sees_no_archive_button(page, live_server, member, agent):
-    sign_in(page, live_server, member)
+    log_in(page, live_server, member)
     page.goto(f"{live_server.url}/agents/{agent.pk}/")
     page.locator("#agent-config-form").wait_for()
     assert page.locator("#archive-agent").count() == 0

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.factories import api_key_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,7 +43,7 @@ def test_an_owner_finds_a_revocation_filters_and_exports(console_page, agent, ow
 
 
 def test_a_member_has_no_audit_log(page, live_server, member, agent):
-    sign_in(page, live_server, member)
+    log_in(page, live_server, member)
     page.goto(f"{live_server.url}/overview/")
     assert page.locator("nav.nav >> text=Audit log").count() == 0
     response = page.goto(f"{live_server.url}/audit-log/")

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from apps.activity.demo import activity_seed_demo
 from tests.activity.factories import conversation_factory, end_user_factory, message_factory
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,7 +71,7 @@ def test_phone_width_has_a_top_bar_a_menu_and_no_sideways_scroll(
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     try:
-        sign_in(page, live_server, owner)
+        log_in(page, live_server, owner)
         pages = [*CONSOLE_PAGES, f"/users/{user.id}/", f"/conversations/{conversation.id}/"]
         for path in pages:
             page.goto(f"{live_server.url}{path}")

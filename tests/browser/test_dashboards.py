@@ -20,7 +20,7 @@ from apps.activity.models import Run
 from apps.usage.rollup import rollup_rebuild
 from apps.usage.services import month_credits
 from apps.workspaces.models import Workspace
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,7 +54,7 @@ def sized(request, browser, live_server, owner, demo):
     context = browser.new_context(viewport=SIZES[request.param])
     context.set_default_timeout(20_000)
     page = context.new_page()
-    sign_in(page, live_server, owner)
+    log_in(page, live_server, owner)
     page.live_server_url = live_server.url
     page.size = request.param
     yield page

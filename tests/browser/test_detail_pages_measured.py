@@ -18,7 +18,7 @@ from tests.activity.factories import (
     message_factory,
     run_factory,
 )
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in, settle
 from tests.browser.test_accessibility import AXE, RUN_AXE
 from tests.browser.test_phone_layout import MEASURE
 from tests.knowledge.conftest import make_file_document
@@ -86,7 +86,7 @@ def test_detail_pages_pass_axe_and_fit_a_phone(browser, live_server, details, ow
     user = owner if role == "owner" else member
     context = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
     page = context.new_page()
-    sign_in(page, live_server, user)
+    log_in(page, live_server, user)
     found = {}
     for width in (1440, 390):
         page.set_viewport_size({"width": width, "height": 900 if width > 600 else 844})
@@ -95,7 +95,7 @@ def test_detail_pages_pass_axe_and_fit_a_phone(browser, live_server, details, ow
                 continue
             response = page.goto(f"{live_server.url}{path}")
             assert response.status == 200, path
-            page.wait_for_load_state("networkidle")
+            settle(page)
             page.add_script_tag(path=str(AXE))
             problems = {"axe": page.evaluate(RUN_AXE)}
             if width == 390:

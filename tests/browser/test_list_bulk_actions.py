@@ -17,7 +17,7 @@ from tests.activity.factories import (
     message_factory,
     run_factory,
 )
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.scores.factories import score_config_factory, score_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,7 +105,7 @@ def test_an_owner_deletes_a_users_data_and_a_member_is_not_offered_it(
     # A member: export, but no deletion offered.
     context = browser.new_context(viewport={"width": 1360, "height": 900})
     member_page = context.new_page()
-    sign_in(member_page, live_server, member)
+    log_in(member_page, live_server, member)
     member_page.goto(f"{live_server.url}/users/")
     bar = member_page.locator("#bulk-users")
     assert bar.get_by_role("button", name="Export CSV").count() == 1

@@ -19,6 +19,7 @@ from apps.mcp_server.models import ConnectedApplication
 from apps.tools.models import McpServer
 from apps.workspaces.models import ApiKey, AuditEvent, Membership
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
+from tests.browser.conftest import settle
 from tests.factories import agent_factory, api_key_factory, membership_factory, user_factory
 from tests.webhooks.factories import delivery_factory, webhook_factory
 
@@ -226,10 +227,6 @@ def _header(page, spec: ListPage):
     return page.locator(f"#{spec.table} th[data-sort={spec.column}]")
 
 
-def _settle(page) -> None:
-    page.wait_for_load_state("networkidle")
-
-
 @pytest.fixture
 def lists(agent, owner):
     return _fill(agent, owner)
@@ -242,7 +239,7 @@ def test_on_a_phone_every_list_keeps_its_sort_headers_in_reach(console_page, lis
     page.set_viewport_size({"width": 390, "height": 844})
     for spec in lists:
         page.goto(f"{page.live_server_url}{spec.path}")
-        _settle(page)
+        settle(page)
         links = page.locator(f"#{spec.table} th.sortable a")
         assert links.count() >= 2, spec.path
         for index in range(links.count()):
@@ -251,7 +248,7 @@ def test_on_a_phone_every_list_keeps_its_sort_headers_in_reach(console_page, lis
             assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (spec.path, box)
         _header(page, spec).locator("a").click()
         page.wait_for_url(f"**sort={spec.column}**")
-        _settle(page)
+        settle(page)
         assert _keys(page, spec) == spec.expected[:PAGE], spec.path
 
 
@@ -260,7 +257,7 @@ def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, li
     page.set_viewport_size({"width": 1440, "height": 900})
     for spec in lists:
         page.goto(f"{page.live_server_url}{spec.path}")
-        _settle(page)
+        settle(page)
         total = len(spec.expected)
         assert _count(page, spec).startswith(f"{total} {spec.noun}"), (
             spec.path,
@@ -281,7 +278,7 @@ def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, li
         header.locator("a").focus()
         page.keyboard.press("Enter")
         page.wait_for_url(f"**sort={spec.column}**")
-        _settle(page)
+        settle(page)
         header = _header(page, spec)
         assert header.get_attribute("aria-sort") in {"ascending", "descending"}, spec.path
         first_page = _keys(page, spec)
@@ -291,20 +288,20 @@ def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, li
         # The next page continues the same order; the header still says it.
         page.locator(f"#{spec.table} .pager [data-page=next]").click()
         page.wait_for_url("**after=**")
-        _settle(page)
+        settle(page)
         assert _keys(page, spec) == spec.expected[PAGE:], spec.path
         assert _header(page, spec).get_attribute("aria-sort") == header.get_attribute("aria-sort")
         assert page.locator(f"#{spec.table} .pager [data-page=next]").count() == 0
         assert page.locator(f"#{spec.table} .pager [data-page=first]").count() == 1
         page.locator(f"#{spec.table} .pager [data-page=previous]").click()
         page.wait_for_url("**before=**")
-        _settle(page)
+        settle(page)
         assert _keys(page, spec) == first_page, spec.path
 
         # A click on the sorted header turns the order around.
         _header(page, spec).locator("a").click()
         page.wait_for_url("**dir=**")
-        _settle(page)
+        settle(page)
         reverse = spec.expected[::-1]
         assert _keys(page, spec) == reverse[:PAGE], spec.path
 
@@ -316,7 +313,7 @@ def test_every_list_counts_sorts_filters_and_pages_the_same_way(console_page, li
             control = page.locator(f"form.filters select[name={spec.filter_control}]")
             control.select_option(spec.filter_value)
         page.wait_for_url(f"**{spec.filter_control}={spec.filter_value}**")
-        _settle(page)
+        settle(page)
         count = _count(page, spec)
         assert count.startswith(f"{spec.filtered} "), (spec.path, count)
         assert "match" in count, count

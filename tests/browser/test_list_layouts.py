@@ -12,6 +12,7 @@ from apps.knowledge.models import KnowledgeDocument
 from apps.tools.models import McpServer
 from apps.workspaces.services import invitation_create
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
+from tests.browser.conftest import settle
 from tests.factories import api_key_factory, membership_factory, user_factory
 from tests.knowledge.conftest import make_file_document
 from tests.webhooks.factories import delivery_factory, webhook_factory
@@ -192,7 +193,7 @@ def test_no_table_cell_is_cut_off_at_1440(console_page, filled):
     found = {}
     for path in _pages(filled):
         page.goto(f"{page.live_server_url}{path}")
-        page.wait_for_load_state("networkidle")
+        settle(page)
         problems = page.evaluate(DESKTOP_CHECK)
         if problems:
             found[path] = problems
@@ -205,7 +206,7 @@ def test_rows_are_cards_with_their_status_and_actions_at_390(console_page, fille
     found, rows = {}, {}
     for path in _pages(filled):
         page.goto(f"{page.live_server_url}{path}")
-        page.wait_for_load_state("networkidle")
+        settle(page)
         result = page.evaluate(PHONE_CHECK)
         rows[path] = result["rows"]
         if result["problems"]:

@@ -3,7 +3,7 @@
 import pytest
 
 from apps.retention.models import RetentionPolicy
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,7 +25,7 @@ def test_an_owner_sets_the_retention_period(console_page, agent):
 
 
 def test_a_member_has_no_retention_page(page, live_server, member, agent):
-    sign_in(page, live_server, member)
+    log_in(page, live_server, member)
     page.goto(f"{live_server.url}/overview/")
     assert page.locator("nav.nav >> text=Data retention").count() == 0
     response = page.goto(f"{live_server.url}/retention/")

@@ -4,7 +4,7 @@
 import pytest
 
 from apps.workspaces.models import Membership
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.factories import api_key_factory, membership_factory, user_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_member_sees_revoke_only_on_their_own_keys(page, live_server, agent, owner, member):
     api_key_factory(agent=agent, scopes=["runs:read"], created_by=owner, name="Owner key")
     api_key_factory(agent=agent, scopes=["runs:read"], created_by=member, name="Member key")
-    sign_in(page, live_server, member)
+    log_in(page, live_server, member)
     page.goto(f"{live_server.url}/api-keys/")
     theirs = page.locator("#api-key-table tbody tr", has_text="Owner key")
     mine = page.locator("#api-key-table tbody tr", has_text="Member key")
@@ -29,7 +29,7 @@ def test_a_refused_revoke_says_why_in_the_row(page, live_server, agent, owner, w
     demoted = user_factory(email="demoted@example.com")
     membership = membership_factory(workspace=workspace, user=demoted, role=Membership.Role.OWNER)
     api_key_factory(agent=agent, scopes=["runs:read"], created_by=owner, name="Owner key")
-    sign_in(page, live_server, demoted)
+    log_in(page, live_server, demoted)
     page.goto(f"{live_server.url}/api-keys/")
     Membership.objects.filter(pk=membership.pk).update(role=Membership.Role.MEMBER)
     row = page.locator("#api-key-table tbody tr", has_text="Owner key")
@@ -48,7 +48,7 @@ def test_an_owners_only_htmx_action_refused_says_why_in_place(page, live_server,
     webhook_factory(agent=agent)
     demoted = user_factory(email="was-owner@example.com")
     membership = membership_factory(workspace=workspace, user=demoted, role=Membership.Role.OWNER)
-    sign_in(page, live_server, demoted)
+    log_in(page, live_server, demoted)
     page.goto(f"{live_server.url}/webhooks/")
     Membership.objects.filter(pk=membership.pk).update(role=Membership.Role.MEMBER)
     page.click("#reveal-secret")

@@ -12,7 +12,7 @@ from tests.activity.factories import (
     message_factory,
     run_factory,
 )
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.scores.factories import score_config_factory, score_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,7 +33,7 @@ def test_a_member_scores_a_run_and_finds_negative_feedback(page, live_server, me
         comment="It is 14 days",
     )  # fmt: skip
     run_factory(agent=agent)  # another run, without feedback
-    sign_in(page, live_server, member)
+    log_in(page, live_server, member)
 
     page.goto(f"{live_server.url}/runs/{run.id}/")
     panel = page.locator("#scores-panel")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.factories import agent_factory, workspace_factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +31,7 @@ def test_the_switcher_is_not_cut_off(page, live_server, owner):
     agent_factory(workspace=workspace, name="Support Agent")
     agent_factory(workspace=workspace, name="Returns desk")
     page.set_viewport_size({"width": 1440, "height": 900})
-    sign_in(page, live_server, owner)
+    log_in(page, live_server, owner)
     for path in ("/overview/", "/runs/", "/api-keys/"):
         page.goto(f"{live_server.url}{path}")
         fit = page.evaluate(FITS)

@@ -8,7 +8,7 @@ from django.core import mail
 
 from apps.workspaces.models import ApiKey, Invitation, Membership
 from apps.workspaces.services import invitation_create
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.browser.test_bulk_actions import _tab_to
 from tests.conftest import ApiClient
 from tests.factories import api_key_factory, user_factory
@@ -131,7 +131,7 @@ def test_change_a_role_then_remove_a_member_whose_session_and_key_die_at_once(
 ):
     _key, raw = api_key_factory(agent=agent, scopes=["runs:read"], created_by=member)
     assert ApiClient(raw).get("/v1/connection").status == 200
-    sign_in(second_page, live_server, member)
+    log_in(second_page, live_server, member)
     second_page.goto(f"{live_server.url}/runs/")
     assert second_page.locator("h1", has_text="Runs").count() == 1
 

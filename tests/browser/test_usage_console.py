@@ -8,7 +8,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from apps.workspaces.models import Workspace
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import log_in
 from tests.usage.helpers import record_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -62,7 +62,7 @@ def test_read_usage_set_the_limit_switch_period_and_export(console_page, agent, 
 
 
 def test_a_member_sees_usage_but_no_limit_form(page, live_server, member, agent):
-    sign_in(page, live_server, member)
+    log_in(page, live_server, member)
     page.goto(f"{live_server.url}/usage/")
     page.locator("#usage-report").wait_for()
     assert page.locator("#owner-only").is_visible()
