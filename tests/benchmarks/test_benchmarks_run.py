@@ -136,12 +136,6 @@ SERVICE_SCRIPTS = ("fault_drills.py", "recording.py", "worker_memory.py", "inter
 # Scripts that drop their database and make it again: from the migrated template (`--template`),
 # not migrated from the start (half a minute of a loaded machine each).
 TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
-# Scripts that drop their database and make it again: from the migrated template (`--template`),
-# not migrated from the start (half a minute of a loaded machine each).
-TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
-# Scripts that drop their database and make it again: from the migrated template (`--template`),
-# not migrated from the start (half a minute of a loaded machine each).
-TEMPLATE_SCRIPTS = ("embedding_under_load.py", "webhook_queue.py", "interactive_queue.py")
 # Scripts that serve on a fixed port unless told another.
 PORT_SCRIPTS = ("api_lists.py", "recording.py", "scores.py")
 DATA_GROUP = pytest.mark.xdist_group("benchmarks")
