@@ -176,33 +176,30 @@ def test_an_agent_scope_on_authorize_is_an_invalid_scope_redirect(owner, agent):
 def test_concurrent_refreshes_with_one_refresh_token_are_one_success_and_invalid_grants(
     live_server, owner, agent
 ):
-    for _round in range(3):
-        grant = obtain_grant(owner, agent, ["runs:read"])
-        body = {
-            "grant_type": "refresh_token",
-            "refresh_token": grant.refresh_token,
-            "client_id": grant.client_id,
-            "resource": MCP_RESOURCE,
-        }
+    # One client for the test: a client per request loads the CA bundle each time. Requests go
+    # under the name the grant was made under (its resource names that host).
+    with httpx.Client(base_url=live_server.url, headers={"Host": "testserver"}, timeout=30) as http:
+        for _round in range(3):
+            grant = obtain_grant(owner, agent, ["runs:read"])
+            body = {
+                "grant_type": "refresh_token",
+                "refresh_token": grant.refresh_token,
+                "client_id": grant.client_id,
+                "resource": MCP_RESOURCE,
+            }
 
-        def refresh(_index, body=body):
-            # Under the name the grant was made under (its resource names that host).
-            return httpx.post(
-                f"{live_server.url}/oauth/token/",
-                data=body,
-                headers={"Host": "testserver"},
-                timeout=30,
-            )
+            def refresh(_index, body=body):
+                return http.post("/oauth/token/", data=body)
 
-        with ThreadPoolExecutor(4) as pool:
-            answers = list(pool.map(refresh, range(4)))
-        statuses = sorted(answer.status_code for answer in answers)
-        assert 500 not in statuses, [answer.text for answer in answers]
-        assert statuses.count(200) >= 1
-        for answer in answers:
-            if answer.status_code != 200:
-                assert answer.status_code == 400
-                assert answer.json()["error"] == "invalid_grant"
+            with ThreadPoolExecutor(4) as pool:
+                answers = list(pool.map(refresh, range(4)))
+            statuses = sorted(answer.status_code for answer in answers)
+            assert 500 not in statuses, [answer.text for answer in answers]
+            assert statuses.count(200) >= 1
+            for answer in answers:
+                if answer.status_code != 200:
+                    assert answer.status_code == 400
+                    assert answer.json()["error"] == "invalid_grant"
 
 
 def test_a_console_key_expiring_on_the_last_representable_day_is_a_form_error(owner_client):
