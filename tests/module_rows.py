@@ -5,6 +5,8 @@ makes its rows inside it, each test of the module then runs in its own savepoint
 `django_db`, rolled back after the test as always, so what one test writes no other sees), and
 the transaction is rolled back when the module is done, so nothing is left for the next module.
 Only for modules whose tests need no committed rows (no `transaction=True`, no live server).
+Call `analyze_the_module_rows()` once the rows are made, so queries are planned as on a live
+database.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import transaction
+from django.db import connection, transaction
 
 
 @contextmanager
@@ -20,3 +22,14 @@ def rows_for_the_module(django_db_blocker) -> Iterator[None]:
     with django_db_blocker.unblock(), transaction.atomic():
         yield
         transaction.set_rollback(True)
+
+
+def analyze_the_module_rows() -> None:
+    """Give the planner statistics on the rows just made, as autovacuum gives a live database:
+    rows made in a transaction that is never committed are never analyzed otherwise, and with
+    no statistics PostgreSQL plans for empty tables (a conversation filter by a run's tag then
+    scanned every run once per conversation: 0.3 s for a demo month instead of ~5 ms). The
+    statistics are rolled back with the rows."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
