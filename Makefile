@@ -67,11 +67,15 @@ test-postgres:
 # Three test processes on two cores: nearly half of a process's time in these tests is spent
 # waiting (on PostgreSQL, a server or subprocess it started, a test's own sleeps), and the third
 # process runs meanwhile (docs/performance.md, "The fast loop's time"). Its first run makes a
-# third test database.
+# third test database. Property tests draw a third of their examples here (Hypothesis's "fast"
+# profile, tests/examples.py); `make test` gives them their full budget. The browser tests'
+# folder is not even collected. The OS packages are checked (OCR and legacy Office tests).
 FAST_MARKERS := not browser and not worker and not node and not benchmark
 test-fast: install services
+	@bash scripts/install_os_packages.sh
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
-		$(UV) run pytest -n 3 --dist loadgroup --reuse-db -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+		$(UV) run pytest -n 3 --dist loadgroup --reuse-db -m "$(FAST_MARKERS)" \
+		--hypothesis-profile=fast --ignore=tests/browser $(PYTEST_ARGS)
 
 test-sqlite-smoke:
 	DATABASE_URL=sqlite:///$(CURDIR)/var/smoke.sqlite3 REDIS_URL= VAR_DIR=$(CURDIR)/var/smoke \

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 import orjson
 import pytest
 from django.test import Client
+from hypothesis import settings as hypothesis_settings
 
 from apps.api.scopes import ALL_SCOPES
 from apps.workspaces.models import Membership
+from tests.examples import FAST_PROFILE_EXAMPLES
 from tests.factories import (
     agent_factory,
     api_key_factory,
@@ -22,6 +24,9 @@ from tests.factories import (
     workspace_factory,
 )
 from tests.redis_server import RedisServer
+
+# `make test-fast` runs the property tests with a third of their examples (tests/examples.py).
+hypothesis_settings.register_profile("fast", max_examples=FAST_PROFILE_EXAMPLES)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from apps.activity.models import PendingSpan, RunStep
+from tests.examples import examples
 
 PATH = "/v1/otlp/v1/traces"
 T0 = 1_738_324_800_000_000_000
@@ -186,7 +187,7 @@ def writer(make_api):
 
 # No `explain` phase: it traces lines itself (sys.settrace), which would replace the counter.
 @settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
     suppress_health_check=[HealthCheck.function_scoped_fixture],

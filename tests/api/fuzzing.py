@@ -7,8 +7,10 @@ from functools import cache
 
 from hypothesis import HealthCheck, settings
 
+from tests.examples import examples
+
 FUZZ_SETTINGS = settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,

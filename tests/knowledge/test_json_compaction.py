@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apps.knowledge.extraction.json_outline import compact_json
+from tests.examples import examples
 
 pytestmark = pytest.mark.smoke
 
@@ -32,7 +33,7 @@ JSON_VALUES = st.recursive(
 
 
 @given(value=JSON_VALUES, indent=st.sampled_from([None, 0, 1, 4, "\t"]))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_escaped_and_indented_json_compacts_to_the_unescaped_compact_json(
     value: Any, indent: int | str | None
 ) -> None:
@@ -130,7 +131,7 @@ def test_a_string_that_is_not_utf8_gives_none(not_utf8: bytes) -> None:
 
 
 @given(body=st.binary(max_size=64))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_strings_are_accepted_exactly_when_python_decodes_them(body: bytes) -> None:
     body = body.replace(b'"', b"").replace(b"\\", b"")
     data = b'["' + body + b'"]'
@@ -156,7 +157,7 @@ JSONISH_BYTES = st.lists(
 
 
 @given(data=JSONISH_BYTES)
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 def test_any_bytes_compact_to_the_same_value_or_to_none(data: bytes) -> None:
     # Hostile uploads reach compact_json as they are: whatever it accepts reads as the JSON
     # it was given, and is no longer.
