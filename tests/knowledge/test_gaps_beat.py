@@ -36,11 +36,11 @@ def test_a_real_beat_and_worker_group_questions_as_they_come(make_api, agent, se
         ask(writer, "run_0", "How do I cancel my subscription?")
         ask(writer, "run_1", "What time does your store open?")
         ask(writer, "run_2", "Where can I end my membership?")
+        # This Agent's questions: counted over the whole table, rows left by an earlier test
+        # once met the condition before this test's sweep had run (and no group was found).
+        asked = KnowledgeGapOccurrence.objects.filter(agent=agent)
         wait_for(
-            lambda: (
-                not KnowledgeGapOccurrence.objects.filter(gap__isnull=True).exists()
-                and KnowledgeGapOccurrence.objects.count() == 3
-            ),
+            lambda: not asked.filter(gap__isnull=True).exists() and asked.count() == 3,
             timeout=90,
             message="beat's sweep never grouped the questions",
         )
