@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.knowledge.gaps.models import KnowledgeGap
+from tests.browser.conftest import settle
 from tests.knowledge.conftest import make_file_document
 from tests.knowledge.gap_helpers import ask, sweep
 
@@ -54,6 +55,9 @@ def test_an_owner_resolves_a_group_and_finds_the_upload(console_page, make_api, 
 
     page.locator("#upload-document").click()
     expect(page.locator("#upload-card")).to_be_visible()
+    # The link loaded a new page: until htmx has started on it, a change of the filter is not
+    # heard (the row then stayed for the whole wait in one CI rehearsal).
+    settle(page)
     page.select_option("#filter-retrieved", "no")
     # The filtered list comes back by HTMX; on a loaded machine it took over 5 s once.
     expect(page.locator(f"#document-row-{used.pk}")).to_have_count(0, timeout=20_000)
