@@ -133,6 +133,9 @@ def test_make_run_lets_go_of_its_connections_after_a_burst(run_database, tmp_pat
         "CELERY_TASK_DEFAULT_QUEUE": f"{role}-bulk",
         "CELERY_INTERACTIVE_QUEUE": f"{role}-interactive",
     }
+    # Its metrics folder in its own VAR_DIR: run_all.py empties the folder at start, and the
+    # one the settings put in our environment is every test process's of this run.
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     with log.open("w") as output:
         process = subprocess.Popen(
             [sys.executable, "scripts/run_all.py"], cwd=ROOT, env=env, stdout=output,

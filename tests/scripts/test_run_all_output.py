@@ -40,6 +40,10 @@ def test_make_run_prints_the_address_once_it_answers_and_the_key_last(tmp_path: 
         "DEBUG": "1",
         "PORT": str(port),
     }
+    # Its metrics folder in its own VAR_DIR: run_all.py empties the folder at start, and the
+    # one the settings put in our environment is every test process's of this run (emptied, it
+    # once made a metrics test's counter go down mid-test).
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     (tmp_path / "var").mkdir()
     migrated = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
