@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import httpx
 import orjson
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -117,6 +118,13 @@ def obtain_grant(user, agent, scopes: list[str], *, client_id: str | None = None
     assert token.status_code == 200, token.content
     body = token.json()
     return Grant(exchange["client_id"], body["access_token"], body["refresh_token"], body["scope"])
+
+
+def live_token_client(live_server) -> httpx.Client:
+    """One HTTP client for a test's concurrent calls to the live server's token endpoint (a
+    client per request loads the CA bundle each time), under the name grants are made under
+    (their resource names that host)."""
+    return httpx.Client(base_url=live_server.url, headers={"Host": "testserver"}, timeout=30)
 
 
 def off_the_event_loop(call):

@@ -10,7 +10,6 @@ import secrets
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import orjson
 import pytest
 from django.test import Client
@@ -24,6 +23,7 @@ from tests.mcp_server.conftest import (
     client_metadata,
     code_exchange,
     consent_form,
+    live_token_client,
     mcp_post,
     obtain_grant,
     pkce_pair,
@@ -176,9 +176,7 @@ def test_an_agent_scope_on_authorize_is_an_invalid_scope_redirect(owner, agent):
 def test_concurrent_refreshes_with_one_refresh_token_are_one_success_and_invalid_grants(
     live_server, owner, agent
 ):
-    # One client for the test: a client per request loads the CA bundle each time. Requests go
-    # under the name the grant was made under (its resource names that host).
-    with httpx.Client(base_url=live_server.url, headers={"Host": "testserver"}, timeout=30) as http:
+    with live_token_client(live_server) as http:
         for _round in range(3):
             grant = obtain_grant(owner, agent, ["runs:read"])
             body = {

@@ -10,7 +10,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import httpx
 import orjson
 import pytest
 from django.test import Client
@@ -22,6 +21,7 @@ from tests.mcp_server.conftest import (
     client_metadata,
     code_exchange,
     consent_form,
+    live_token_client,
     mcp_post,
     obtain_grant,
     pkce_pair,
@@ -314,9 +314,7 @@ def test_hostile_mcp_headers(grant):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_exchanges_of_one_code_issue_at_most_one_token(live_server, owner, agent):
-    # One client for the test: a client per request loads the CA bundle each time. Requests go
-    # under the name the grant was made under (its resource names that host).
-    with httpx.Client(base_url=live_server.url, headers={"Host": "testserver"}, timeout=30) as http:
+    with live_token_client(live_server) as http:
         for _round in range(3):
             body = code_exchange(owner, agent, ["runs:read"])
 

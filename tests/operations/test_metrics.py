@@ -125,10 +125,10 @@ def test_tasks_extraction_embedding_queues_and_documents(api, settings):
             message="not ready and embedded",
         )
         kind = KnowledgeDocument.objects.get(pk=document_id).kind
-        # The worker counts a task once it returns, just after its last write. On a loaded
-        # machine the run that stored the vectors may hand over ("more": its time budget spent
-        # on the model's load) and a follow-up ends it "done": as long as the first wait. Once
-        # (make test, three test processes, load 9), "done" was not counted within 30 s.
+        # The worker counts a task once it returns, just after its last write; a run that hands
+        # over ("more") is followed by one that ends "done". The counts are the run's shared
+        # metrics folder: a failure prints them before and after (once, the make-run tests
+        # emptied that folder mid-test; they no longer use it).
         try:
             wait_for(
                 lambda: (
