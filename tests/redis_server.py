@@ -12,6 +12,8 @@ import subprocess
 import time
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 
 def free_port() -> int:
@@ -49,13 +51,17 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        # Probed without redis-py's retries: its default client retries a refused connection
+        # three times with a backoff of about a second, which this loop would wait out.
+        probe = redis.Redis(host="127.0.0.1", port=self.port, retry=Retry(NoBackoff(), 0))
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                if self.client().ping():
+                if probe.ping():
+                    probe.close()
                     return self
             except redis.ConnectionError:
-                time.sleep(0.05)
+                time.sleep(0.01)
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
     def stop(self) -> None:

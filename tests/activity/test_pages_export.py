@@ -14,6 +14,7 @@ from django.urls import reverse
 from apps.activity.models import Run
 from apps.activity.rendering import run_to_dict
 from tests.activity.factories import conversation_factory, end_user_factory, run_factory
+from tests.examples import examples
 
 pytestmark = pytest.mark.django_db
 
@@ -85,8 +86,8 @@ def test_a_bad_filter_or_format_goes_back_to_the_list_with_the_reason(signed_in)
     assert "format must be one of csv, json" in response.content.decode()
 
 
-def _copy_run_100k_times(template: Run) -> None:
-    """100,000 copies of `template` made by PostgreSQL itself (seconds, not minutes)."""
+def _copy_run(template: Run, copies: int) -> None:
+    """`copies` copies of `template` made by PostgreSQL itself (seconds, not minutes)."""
     copied = [
         field.column
         for field in Run._meta.concrete_fields
@@ -99,10 +100,10 @@ def _copy_run_100k_times(template: Run) -> None:
             INSERT INTO activity_run (id, request_id, created_at, {columns})
             SELECT 'run_bulk' || lpad(i::text, 7, '0'), 'req-bulk-' || i,
                    %s::timestamptz + i * interval '1 second', {columns}
-            FROM activity_run, generate_series(0, 99999) AS i
+            FROM activity_run, generate_series(0, %s - 1) AS i
             WHERE activity_run.id = %s
             """,
-            [T0, template.id],
+            [T0, copies, template.id],
         )
         # Statistics, as autovacuum keeps them: planned as a table of one row, each batch of
         # the export sorted the whole table (100-340 ms a batch instead of a range of the index).
@@ -110,15 +111,17 @@ def _copy_run_100k_times(template: Run) -> None:
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="bulk copy with generate_series")
-def test_export_of_100k_runs_streams_in_keyset_batches(signed_in, agent):
-    _copy_run_100k_times(run_factory(agent=agent))
+def test_export_of_a_large_list_streams_in_keyset_batches(signed_in, agent):
+    # 100,000 copies in `make test`, a third of them in `make test-fast` (tests/examples.py).
+    copies = examples(100) * 1000
+    _copy_run(run_factory(agent=agent), copies)
 
     with CaptureQueriesContext(connection) as queries:
         response = signed_in.get(reverse("activity:run_export") + "?format=csv")
         lines = sum(chunk.count(b"\n") for chunk in response.streaming_content)
 
-    assert lines == 100_001 + 1  # the header, 100,000 copies and the template run
+    assert lines == 1 + copies + 1  # the header, the copies and the template run
     # Read in keyset batches of 1,000 rows, never the whole list at once.
     run_reads = [q["sql"] for q in queries.captured_queries if 'FROM "activity_run"' in q["sql"]]
-    assert len(run_reads) == 101
+    assert len(run_reads) == copies // 1000 + 1
     assert all("LIMIT 1000" in sql for sql in run_reads)

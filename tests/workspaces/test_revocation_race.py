@@ -27,10 +27,11 @@ from apps.mcp_server.resource_tokens import resource_token_sign
 from apps.workspaces.browser_tokens import browser_token_sign
 from apps.workspaces.models import ApiKey
 from apps.workspaces.services import api_key_create, api_key_revoke_now
+from tests.examples import examples
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROUNDS = 3
+ROUNDS = examples(3)  # one round in `make test-fast` (tests/examples.py)
 CLIENTS = 12
 HOLD_SECONDS = 0.5  # the revocation's transaction stays open this long
 AFTER_SECONDS = 1.0  # requests keep coming this long after the revocation returned
