@@ -17,6 +17,7 @@ from tests.activity.test_rendering import (
     RUN_FIELDS,
     USER_FIELDS,
 )
+from tests.examples import examples
 
 pytestmark = pytest.mark.django_db
 
@@ -330,8 +331,10 @@ def test_every_list_and_filter_is_an_index_range_scan_without_sort(agent, other_
     from apps.common.keyset import page_request, paginate
     from apps.common.listing import compiled_list
 
-    _bulk_fill_with_sql(agent.pk, 20000)
-    _bulk_fill_with_sql(other_agent.pk, 20000)
+    # 20,000 rows of each kind per Agent in `make test`, a third in the loop (tests/examples.py).
+    rows = examples(20000)
+    _bulk_fill_with_sql(agent.pk, rows)
+    _bulk_fill_with_sql(other_agent.pk, rows)
     conversation_id = f"conv_{agent.pk}1"
     cases = [
         (selectors.user_query(agent=agent), selectors.USER_KEYSET, USER, "enduser_agent_seen"),
