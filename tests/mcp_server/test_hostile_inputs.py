@@ -3,7 +3,9 @@ test_hostile_bodies.py): every field x deep nesting, every JSON type, sizes, NUL
 surrogates, unknown fields; every grant type x hostile parameters on the token endpoint; the
 authorization and revocation endpoints; JSON-RPC bodies and every tool argument on `/mcp`; and
 concurrency on the token endpoint. Every answer is below 500 and says what was wrong in the
-protocol's own error format; nothing is registered from a refused body."""
+protocol's own error format; nothing is registered from a refused body. The two matrices that
+cost a request each (tool arguments, consent fields) send a share of their values in
+`make test-fast` (tests/examples.py), all of them in `make test`."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from django.test import Client
 from oauth2_provider.models import Application
 
 from tests.api.test_hostile_bodies import DEEP_VALUES, LARGE_BODIES, OTHER_VALUES
+from tests.examples import share
 from tests.mcp_server.conftest import (
     authorize_query,
     client_metadata,
@@ -203,7 +206,7 @@ def test_the_consent_post_with_hostile_hidden_fields(owner, agent):
     browser.force_login(owner)
     fields = consent_form(browser, authorize_query(client_id, challenge, "runs:read"))
     for field in [*fields, "agent_id", "granted_scopes"]:
-        for name, text in HOSTILE_TEXT.items():
+        for name, text in share(HOSTILE_TEXT.items()):
             form = {**fields, "agent_id": agent.pk, "granted_scopes": ["runs:read"], "allow": "1"}
             form[field] = text
             answer = browser.post("/oauth/authorize/", form)
@@ -280,7 +283,7 @@ TOOL_VALUES = {
 @pytest.mark.parametrize("tool", list(TOOL_ARGUMENTS))
 def test_every_tool_argument_with_hostile_values(grant, tool):
     for argument in TOOL_ARGUMENTS[tool]:
-        for name, value in TOOL_VALUES.items():
+        for name, value in share(TOOL_VALUES.items()):
             body = (
                 b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"'
                 + tool.encode()
