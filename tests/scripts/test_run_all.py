@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.redis_server import free_port
+from tests.scripts.make_run import make_run_env
 from tests.workers import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -121,21 +122,16 @@ def test_make_run_lets_go_of_its_connections_after_a_burst(run_database, tmp_pat
     url, role = run_database
     port = free_port()
     log = tmp_path / "run.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "REDIS_URL": settings.REDIS_URL,
-        "PORT": str(port),
-        "DEBUG": "1",
-        "VAR_DIR": str(tmp_path / "var"),
-        "MEDIA_ROOT": str(tmp_path / "media"),
+    env = make_run_env(
+        tmp_path,
+        port,
+        DATABASE_URL=url,
+        REDIS_URL=settings.REDIS_URL,
+        MEDIA_ROOT=str(tmp_path / "media"),
         # Queues of this test's own: its workers take nothing of another test's.
-        "CELERY_TASK_DEFAULT_QUEUE": f"{role}-bulk",
-        "CELERY_INTERACTIVE_QUEUE": f"{role}-interactive",
-    }
-    # Its metrics folder in its own VAR_DIR: run_all.py empties the folder at start, and the
-    # one the settings put in our environment is every test process's of this run.
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        CELERY_TASK_DEFAULT_QUEUE=f"{role}-bulk",
+        CELERY_INTERACTIVE_QUEUE=f"{role}-interactive",
+    )
     with log.open("w") as output:
         process = subprocess.Popen(
             [sys.executable, "scripts/run_all.py"], cwd=ROOT, env=env, stdout=output,

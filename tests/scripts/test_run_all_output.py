@@ -3,7 +3,6 @@ only once it answers, the sign-in and the demo key last (issue 38, defect 11).""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.redis_server import free_port
+from tests.scripts.make_run import make_run_env
+
 ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # `make run` starts three Celery workers and beat (35 s of CPU): out of `make test-fast`.
@@ -31,19 +25,10 @@ def test_make_run_prints_the_address_once_it_answers_and_the_key_last(tmp_path: 
     output, and the start-up warnings (SQLite's W040, Kombu's "No hostname") are gone."""
     import urllib.request
 
-    port = _free_port()
-    env = {
-        **os.environ,
-        "VAR_DIR": str(tmp_path / "var"),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "REDIS_URL": "",
-        "DEBUG": "1",
-        "PORT": str(port),
-    }
-    # Its metrics folder in its own VAR_DIR: run_all.py empties the folder at start, and the
-    # one the settings put in our environment is every test process's of this run (emptied, it
-    # once made a metrics test's counter go down mid-test).
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    port = free_port()
+    env = make_run_env(
+        tmp_path, port, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", REDIS_URL=""
+    )
     (tmp_path / "var").mkdir()
     migrated = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],

@@ -1,0 +1,22 @@
+"""The environment a test starts `scripts/run_all.py` (`make run`) in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def make_run_env(tmp_path: Path, port: int, **overrides: str) -> dict[str, str]:
+    """Ours, with a VAR_DIR of its own under `tmp_path`, DEBUG on, `port`, and `overrides`.
+    Without our metrics folder: run_all.py empties PROMETHEUS_MULTIPROC_DIR at start, and the
+    one the settings put in our environment is every test process's of this run (emptied, it
+    once made a metrics test's counter go down mid-test); it makes its own in its VAR_DIR."""
+    env = {
+        **os.environ,
+        "VAR_DIR": str(tmp_path / "var"),
+        "DEBUG": "1",
+        "PORT": str(port),
+        **overrides,
+    }
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    return env
