@@ -161,6 +161,12 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
         "visibility_timeout": 3600,
         "socket_connect_timeout": 2,
+        # No retries when a publish or a queue-depth check opens its connection: kombu otherwise
+        # retried a refused connection for CELERY_BROKER_CONNECTION_TIMEOUT (2 s), so during a
+        # broker outage every request that queues work waited 2 s. Each such caller commits its
+        # row first and a sweeper queues it later. The workers' own reconnection has its
+        # settings (broker_connection_max_retries), which this does not touch.
+        "max_retries": 0,
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -14,6 +14,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,28 @@ def purge_test_queues() -> None:
     from apps.webhooks.tasks import dispatch_queued_mark
 
     singleflight.unmark(dispatch_queued_mark())
+
+
+@contextmanager
+def broker_at(url: str) -> Iterator[None]:
+    """This process's Celery app publishes to `url` inside the block (a private redis-server, or a
+    port nothing listens on), and to the usual broker again after it."""
+    from config.celery import app
+
+    previous = app.conf.broker_url
+    app.conf.broker_url = url
+    # Connections are pooled per broker URL, on the app and on app.amqp: drop both pools.
+    app._pool = app.amqp._producer_pool = None
+    try:
+        yield
+    finally:
+        app.conf.broker_url = previous
+        app._pool = app.amqp._producer_pool = None
+
+
+def broker_unreachable() -> AbstractContextManager[None]:
+    """The broker is down for this process inside the block: nothing listens on port 1."""
+    return broker_at("redis://127.0.0.1:1/0")
 
 
 def worker_environment(**extra: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from django.utils import timezone
 from apps.knowledge.models import KnowledgeDocument
 from tests.knowledge.conftest import html_page, upload
 from tests.redis_server import RedisServer
-from tests.workers import BeatProcess, WorkerProcess, wait_for
+from tests.workers import BeatProcess, WorkerProcess, broker_at, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -29,17 +29,9 @@ SWEEP_SECONDS = 1
 @pytest.fixture
 def broker(settings):
     """A private redis-server as the Celery broker of this process, its workers and beat."""
-    from config.celery import app
-
     server = RedisServer().start()
-    previous = app.conf.broker_url
-    app.conf.broker_url = server.url(0)
-    app._pool = None  # connections are pooled per broker URL; drop the pool of the old one
-    app.amqp._producer_pool = None
-    yield server
-    app.conf.broker_url = previous
-    app._pool = None
-    app.amqp._producer_pool = None
+    with broker_at(server.url(0)):
+        yield server
     server.stop()
 
 

@@ -20,7 +20,7 @@ from django.test import Client
 
 from tests.redis_server import RedisServer
 from tests.tcp_proxy import CuttableProxy
-from tests.workers import BeatProcess, WorkerProcess, wait_for
+from tests.workers import BeatProcess, WorkerProcess, broker_at, wait_for
 
 CHECKS = {"database", "migrations", "redis", "broker", "embedding_model"}
 
@@ -118,18 +118,10 @@ def test_readyz_follows_postgresql_going_away_and_coming_back(caplog):
 @pytest.fixture
 def private_redis_everywhere(settings):
     """A private redis-server as Redis and as the Celery broker of this process."""
-    from config.celery import app
-
     server = RedisServer().start()
     settings.REDIS_URL = server.url(0)
-    previous = app.conf.broker_url
-    app.conf.broker_url = server.url(0)
-    app._pool = None  # connections are pooled per broker URL
-    app.amqp._producer_pool = None
-    yield server
-    app.conf.broker_url = previous
-    app._pool = None
-    app.amqp._producer_pool = None
+    with broker_at(server.url(0)):
+        yield server
     server.stop()
 
 

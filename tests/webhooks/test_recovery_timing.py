@@ -19,7 +19,7 @@ from apps.webhooks.models import WebhookDelivery
 from tests.activity.factories import run_factory
 from tests.redis_server import RedisServer
 from tests.webhooks.factories import webhook_factory
-from tests.workers import BeatProcess, WorkerProcess, wait_for
+from tests.workers import BeatProcess, WorkerProcess, broker_at, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -30,17 +30,9 @@ FIRST_RETRY_SECONDS = 5 * 1.1
 
 @pytest.fixture
 def broker():
-    from config.celery import app
-
     server = RedisServer().start()
-    previous = app.conf.broker_url
-    app.conf.broker_url = server.url(0)
-    app._pool = None  # connections are pooled per broker URL; drop the pool of the old one
-    app.amqp._producer_pool = None
-    yield server
-    app.conf.broker_url = previous
-    app._pool = None
-    app.amqp._producer_pool = None
+    with broker_at(server.url(0)):
+        yield server
     server.stop()
 
 

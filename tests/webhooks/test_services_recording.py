@@ -13,6 +13,7 @@ from apps.webhooks.services import (
 )
 from tests.activity.factories import run_factory
 from tests.webhooks.factories import webhook_factory
+from tests.workers import broker_unreachable
 
 
 @pytest.mark.smoke
@@ -123,21 +124,11 @@ def test_broker_down_does_not_break_recording_and_the_sweeper_sends_it(
     agent, caplog, receiver, django_capture_on_commit_callbacks
 ):
     """With the broker unreachable the delivery stays pending for the sweeper: nothing lost."""
-    from config.celery import app
-
     webhook_factory(agent=agent, url=receiver.url_for("/hook"))
     receiver.expect_request("/hook").respond_with_data("ok")
     run = run_factory(agent=agent, status="completed")
-    previous = app.conf.broker_url
-    app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens on port 1
-    # Celery caches its producer pool (on the app and on app.amqp); drop both to rebuild it.
-    app._pool = app.amqp._producer_pool = None
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            delivery = delivery_record_for_run(run=run)
-    finally:
-        app.conf.broker_url = previous
-        app._pool = app.amqp._producer_pool = None
+    with broker_unreachable(), django_capture_on_commit_callbacks(execute=True):
+        delivery = delivery_record_for_run(run=run)
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.PENDING
     assert "the sweeper will send it" in caplog.text
