@@ -23,7 +23,7 @@ answered 200 for:
 
 Prints one line per case (records/s, requests/s, p50/p95 latency, load average; with `--cpu`
 the service's CPU per 1,000 records: gunicorn's and its PostgreSQL backends', from /proc, the
-figure to compare two builds by on a machine others load) and the one-Agent / spread ratios. `--tiny` runs every case for a moment at a small size (the smoke run
+figure to compare two builds by on a machine others load, and of it the backends') and the one-Agent / spread ratios. `--tiny` runs every case for a moment at a small size (the smoke run
 of tests/benchmarks/).
 
 The two cases of each ratio (16 clients on one Agent, and spread) run as a pair, `--rounds`
@@ -449,7 +449,8 @@ class ServerCpu:
         self.database = database_url.rsplit("/", 1)[1]
         self.tick = os.sysconf("SC_CLK_TCK")
 
-    def _pids(self) -> list[int]:
+    def _pids(self) -> tuple[list[int], list[int]]:
+        """(gunicorn's master and workers, the PostgreSQL backends of the benchmark database)"""
         import psycopg
 
         with psycopg.connect(self.database_url, autocommit=True) as connection:
@@ -466,20 +467,28 @@ class ServerCpu:
             fields = _stat_fields(stat)
             if fields and int(fields[1]) == self.server_pid:
                 children.append(int(stat.parent.name))
-        return [self.server_pid, *children, *backends]
+        return [self.server_pid, *children], backends
 
-    def snapshot(self) -> dict[int, float]:
+    def snapshot(self) -> dict[int, tuple[float, bool]]:
+        """pid -> (seconds of CPU so far, whether it is a PostgreSQL backend)."""
         seconds = {}
-        for pid in self._pids():
+        server, backends = self._pids()
+        for pid in [*server, *backends]:
             fields = _stat_fields(Path(f"/proc/{pid}/stat"))
             if fields:  # utime + stime, in clock ticks
-                seconds[pid] = (int(fields[11]) + int(fields[12])) / self.tick
+                seconds[pid] = ((int(fields[11]) + int(fields[12])) / self.tick, pid in backends)
         return seconds
 
     @staticmethod
-    def spent(before: dict[int, float], after: dict[int, float]) -> float:
-        """Seconds of CPU between two snapshots (a process born in between counts whole)."""
-        return sum(value - before.get(pid, 0.0) for pid, value in after.items())
+    def spent(before: dict, after: dict) -> tuple[float, float]:
+        """Seconds of CPU between two snapshots, in all and in PostgreSQL's backends (a process
+        born in between counts whole)."""
+        total = database = 0.0
+        for pid, (value, is_backend) in after.items():
+            spent = value - before.get(pid, (0.0, is_backend))[0]
+            total += spent
+            database += spent if is_backend else 0.0
+        return total, database
 
 
 def run_case(
@@ -531,7 +540,9 @@ def run_case(
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - started
-    cpu_seconds = ServerCpu.spent(cpu_before, cpu.snapshot()) if cpu else None
+    cpu_seconds, database_seconds = (
+        ServerCpu.spent(cpu_before, cpu.snapshot()) if cpu else (None, 0.0)
+    )
     if sampler:
         sampler.finish()
     if outcome.failures or warm.failures:
@@ -550,6 +561,7 @@ def run_case(
         "cpu": cpu_seconds * 1e6 / max(outcome.requests * case.per_request, 1)
         if cpu_seconds is not None
         else None,
+        "cpu_database": database_seconds * 1e6 / max(outcome.requests * case.per_request, 1),
     }
 
 
@@ -725,7 +737,12 @@ def main() -> None:
                 f"  {name:42s} {result['rate']:9.1f} {result['unit']}/s  "
                 f"{result['requests']:6d} requests  p50 {result['p50']:7.1f} ms  "
                 f"p95 {result['p95']:7.1f} ms  load {result['load']:.2f}"
-                + (f"  CPU {result['cpu']:.0f} ms per 1,000" if result["cpu"] is not None else ""),
+                + (
+                    f"  CPU {result['cpu']:.0f} ms per 1,000"
+                    f" ({result['cpu_database']:.0f} PostgreSQL)"
+                    if result["cpu"] is not None
+                    else ""
+                ),
                 flush=True,
             )
             if result["waits"]:
