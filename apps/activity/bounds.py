@@ -76,12 +76,18 @@ def bounded_attributes(attributes: dict) -> tuple[dict, list[str]]:
             truncated.append("attributes")
             break
         key = str(key)[:255]
-        text = _dumps(value) if not isinstance(value, str) else None
-        if isinstance(value, str) and len(value.encode()) > MAX_ATTRIBUTE_BYTES:
-            out[key] = value.encode()[:MAX_ATTRIBUTE_BYTES].decode("utf-8", errors="ignore")
-            out[key] += ELLIPSIS
-            truncated.append(f"attributes.{key}")
-        elif text is not None and len(text) > MAX_ATTRIBUTE_BYTES:
+        # Most values are short strings and numbers: a character is at most 4 bytes of UTF-8,
+        # so only a longer string is encoded to be measured, and only a list or object dumped.
+        if isinstance(value, str):
+            if len(value) > MAX_ATTRIBUTE_BYTES // 4 and len(value.encode()) > MAX_ATTRIBUTE_BYTES:
+                out[key] = value.encode()[:MAX_ATTRIBUTE_BYTES].decode("utf-8", errors="ignore")
+                out[key] += ELLIPSIS
+                truncated.append(f"attributes.{key}")
+            else:
+                out[key] = value
+            continue
+        text = None if value is None or isinstance(value, bool | int | float) else _dumps(value)
+        if text is not None and len(text) > MAX_ATTRIBUTE_BYTES:
             out[key] = text[:MAX_ATTRIBUTE_BYTES].decode("utf-8", errors="ignore") + ELLIPSIS
             truncated.append(f"attributes.{key}")
         else:

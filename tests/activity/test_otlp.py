@@ -246,6 +246,19 @@ def test_bad_spans_are_rejected_alone_with_a_partial_success(writer):
     assert set(RunStep.objects.values_list("id", flat=True)) == {ROOT, CHILD}
 
 
+def test_the_last_instant_a_span_time_can_name_is_recorded(writer):
+    """The largest fixed64 of nanoseconds (in 2554) is a step's end like any other: no span
+    time is out of a datetime's range, so decoding checks none."""
+    last = 2**64 - 1
+    response = _post(writer, _body({**_span(ROOT), "endTimeUnixNano": str(last)}))
+    assert response.status == 200 and response.json() == {}
+    step = RunStep.objects.get(id=ROOT)
+    assert step.ended_at.isoformat() == "2554-07-21T23:34:33.709551+00:00"
+    too_large = _post(writer, _body({**_span(CHILD), "endTimeUnixNano": str(last + 1)}))
+    assert too_large.json()["partialSuccess"]["rejectedSpans"] == "1"  # not a fixed64
+    assert not RunStep.objects.filter(id=CHILD).exists()
+
+
 def test_a_span_id_recorded_in_another_trace_is_rejected(writer):
     assert _post(writer, _body(_span(ROOT))).json() == {}
     response = _post(writer, _body(_span(ROOT, trace="2" * 32), _span(CHILD, trace="2" * 32)))
