@@ -50,7 +50,8 @@ def _strings(value: Any, out: list[str], budget: int) -> int:
     if isinstance(value, str):
         out.append(value[:budget])
         return budget - len(out[-1]) - 1
-    if isinstance(value, Mapping):
+    # JSON values: a dict, not any Mapping (an ABC check, slow for a thousand steps a request).
+    if isinstance(value, dict):
         for key, item in value.items():
             if key not in _STRUCTURE_KEYS:
                 budget = _strings(item, out, budget)
@@ -72,11 +73,14 @@ def step_text(values: Mapping[str, Any]) -> str:
 def _fields(text: str, *, detect: bool) -> dict[str, Any]:
     if not text.strip():
         return {"search_text": None, "search_config": "simple"}
-    if lexical.has_cjk(text):
+    # The checks in C first: most steps' text is ASCII and holds no angle bracket.
+    if not text.isascii() and lexical.has_cjk(text):
         text = lexical.cjk_bigrams(text)
-    return {
+    if "<" in text or ">" in text:
         # PostgreSQL's parser reads <...> as a tag and drops what is inside.
-        "search_text": text.translate(_ANGLE_BRACKETS),
+        text = text.translate(_ANGLE_BRACKETS)
+    return {
+        "search_text": text,
         "search_config": lexical.text_config(text, detect=detect),
     }
 
