@@ -209,8 +209,8 @@ def _add(decoded: Decoded, span: Span, *, resource: dict, scope: str, where: str
     if span.end_time_unix_nano and span.end_time_unix_nano < span.start_time_unix_nano:
         decoded.reject(f"{where}: span {span_id.hex()} ends before it starts.")
         return
-    # No time is out of range: the largest fixed64 of nanoseconds falls in 2554, far within a
-    # datetime's (test_otlp_decoding's last instant).
+    # No time is out of a datetime's range: the largest fixed64 of nanoseconds falls in 2554
+    # (tests/activity/test_otlp.py, the last instant a span time can name).
     over = _over_limits(span, where)
     if over is not None:
         decoded.reject(over)
