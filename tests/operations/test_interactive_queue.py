@@ -67,15 +67,27 @@ def test_small_upload_is_ready_while_the_bulk_queue_is_flooded(api, agent):
             timeout=90,
             message="workers not up",
         )
-        # The flood: six documents ingested here, each of whose commit queues knowledge.embed
-        # (about 300 chunks in all, 15-20 s of embedding for the one bulk process).
+        # The flood: six documents ingested, each of whose commit queues knowledge.embed (about
+        # 300 chunks in all, 15-20 s of embedding for the one bulk process). Each upload's commit
+        # also queued its knowledge.ingest: the interactive worker may claim it before this
+        # process does (then this one is "busy", or "obsolete" once the worker is done), so the
+        # flood is waited for, not assumed.
         flood = []
         for seed in range(6):
             document = services.document_create_from_upload(
                 agent=agent, upload=upload(_markdown(seed, 50), f"manual-{seed}.md")
             )
-            assert pipeline.document_ingest(document_id=document.pk) == "ready"
+            assert pipeline.document_ingest(document_id=document.pk) in (
+                "ready",
+                "busy",
+                "obsolete",
+            )
             flood.append(document.pk)
+        wait_for(
+            lambda: KnowledgeDocument.objects.filter(pk__in=flood, status="ready").count() == 6,
+            timeout=60,
+            message="the flood was not ingested",
+        )
         wait_for(
             lambda: KnowledgeDocument.objects.filter(
                 pk__in=flood, embedded_chunk_count__gt=0
