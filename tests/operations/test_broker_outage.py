@@ -59,9 +59,7 @@ def test_a_run_with_a_webhook_is_recorded_at_once_and_its_delivery_waits_for_the
     assert "the sweeper will send it" in caplog.text
 
 
-def test_an_upload_is_accepted_at_once_and_marked_for_the_next_sweep(
-    api,
-):
+def test_an_upload_is_accepted_at_once_and_marked_for_the_next_sweep(api):
     with broker_unreachable():
         started = time.monotonic()
         response = api.post(
