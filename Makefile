@@ -52,14 +52,15 @@ lint:
 	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run mypy --cache-dir $(MYPY_CACHE_DIR)
 	@DATABASE_URL=sqlite:///:memory: REDIS_URL= $(UV) run python manage.py makemigrations --check --dry-run -v 0
 
-# Four test processes on two cores: the browser tests, the benchmark scripts and the worker
-# tests spend much of their time waiting (on Chromium, a script's own processes, a Celery
-# worker), and the other processes run meanwhile. The whole suite took 21 min 10 s with two and
-# 18 min 34 s with three on one machine; on a slower one, 20 min 12 s with three and 18 min 35 s
-# with four (docs/performance.md, "The test suite's time").
+# Three test processes on two cores, as in test-fast below: the browser tests, the benchmark
+# scripts and the worker tests spend much of their time waiting (on Chromium, a script's own
+# processes, a Celery worker), and the third process runs meanwhile. The whole suite took
+# 21 min 10 s with two and 18 min 34 s with three on one machine. Four were tried on a slower
+# one (18 min 35 s against about 20 minutes): each of two runs failed a test that starts
+# processes of its own, so three stay (docs/performance.md, "The test suite's time").
 test-postgres:
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) NETGUARD_ALLOW_LOOPBACK_FOR_TESTS=0 \
-		$(UV) run pytest -n 4 --dist loadgroup $(PYTEST_ARGS)
+		$(UV) run pytest -n 3 --dist loadgroup $(PYTEST_ARGS)
 
 # The loop to run while working (README): every test that needs no browser, Celery worker,
 # Node or benchmark run (pyproject's markers), on PostgreSQL and Redis; `make test` runs them all.

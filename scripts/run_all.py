@@ -173,7 +173,10 @@ def main() -> int:
     for name, process in processes.items():
         output.follow(name, process)
 
+    stopping = []  # set once stop() has been asked: after that, exits are our own doing
+
     def stop(*_args) -> None:
+        stopping.append(True)
         for process in processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -191,6 +194,13 @@ def main() -> int:
             )
         while all(p.poll() is None for p in processes.values()):
             time.sleep(0.5)
+        if not stopping:
+            # A process died on its own: say which, or the others' shutdown is all one sees.
+            for name, process in processes.items():
+                if process.poll() is not None:
+                    print(
+                        f"{name} exited (code {process.returncode}); stopping the rest.", flush=True
+                    )
     finally:
         stop()
         deadline = time.time() + 10

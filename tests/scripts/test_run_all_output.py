@@ -67,3 +67,35 @@ def test_make_run_prints_the_address_once_it_answers_and_the_key_last(tmp_path: 
     assert len(ready) == 3 and max(ready) < owner and max(ready) < key
     assert "W040" not in text
     assert '"logger":"kombu.connection"' not in text
+
+
+@pytest.mark.worker
+def test_a_process_that_dies_on_its_own_is_named_and_the_rest_stop(tmp_path: Path) -> None:
+    """The web process cannot bind its port (something holds it): `make run` says which process
+    exited and with what code, stops the others and exits non-zero, instead of showing only the
+    workers' shutdown."""
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    env = make_run_env(
+        tmp_path, port, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", REDIS_URL=""
+    )
+    (tmp_path / "var").mkdir()
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT, env=env, capture_output=True, check=True,
+    )  # fmt: skip
+    try:
+        finished = subprocess.run(
+            [sys.executable, "scripts/run_all.py"], cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        holder.close()
+    output = finished.stdout + finished.stderr
+    assert finished.returncode == 1, output[-3000:]
+    assert "web exited (code 1); stopping the rest." in output, output[-3000:]
+    assert "Console:" not in output
