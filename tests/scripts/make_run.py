@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def make_run_env(tmp_path: Path, port: int, **overrides: str) -> dict[str, str]:
@@ -20,3 +24,17 @@ def make_run_env(tmp_path: Path, port: int, **overrides: str) -> dict[str, str]:
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     return env
+
+
+def embedded_default_env(tmp_path: Path, port: int) -> tuple[dict[str, str], str]:
+    """`make run`'s embedded default (SQLite, no Redis) under `tmp_path`, migrated: (the
+    environment, what the migration printed)."""
+    env = make_run_env(
+        tmp_path, port, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", REDIS_URL=""
+    )
+    (tmp_path / "var").mkdir()
+    migrated = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return env, migrated.stdout + migrated.stderr

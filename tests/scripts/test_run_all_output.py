@@ -1,5 +1,6 @@
 """`make run` (scripts/run_all.py) on the embedded default: the console address is printed
-only once it answers, the sign-in and the demo key last (issue 38, defect 11)."""
+only once it answers, the sign-in and the demo key last (issue 38, defect 11); a process that
+dies on its own is named."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.redis_server import free_port
-from tests.scripts.make_run import make_run_env
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.scripts.make_run import ROOT, embedded_default_env
 
 
 # `make run` starts three Celery workers and beat (35 s of CPU): out of `make test-fast`.
@@ -26,15 +25,8 @@ def test_make_run_prints_the_address_once_it_answers_and_the_key_last(tmp_path: 
     import urllib.request
 
     port = free_port()
-    env = make_run_env(
-        tmp_path, port, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", REDIS_URL=""
-    )
-    (tmp_path / "var").mkdir()
-    migrated = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    assert "W040" not in migrated.stdout + migrated.stderr
+    env, migrated = embedded_default_env(tmp_path, port)
+    assert "W040" not in migrated
     process = subprocess.Popen(
         [sys.executable, "scripts/run_all.py"], cwd=ROOT, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -79,15 +71,7 @@ def test_a_process_that_dies_on_its_own_is_named_and_the_rest_stop(tmp_path: Pat
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
-    port = holder.getsockname()[1]
-    env = make_run_env(
-        tmp_path, port, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", REDIS_URL=""
-    )
-    (tmp_path / "var").mkdir()
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-        cwd=ROOT, env=env, capture_output=True, check=True,
-    )  # fmt: skip
+    env, _migrated = embedded_default_env(tmp_path, holder.getsockname()[1])
     try:
         finished = subprocess.run(
             [sys.executable, "scripts/run_all.py"], cwd=ROOT, env=env,
