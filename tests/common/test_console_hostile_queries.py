@@ -16,7 +16,7 @@ from apps.activity.demo import activity_seed_demo
 from apps.activity.models import Conversation, EndUser, Run
 from tests.examples import share
 from tests.factories import agent_factory, user_factory, workspace_factory
-from tests.module_rows import analyze_the_module_rows, rows_for_the_module
+from tests.module_rows import module_rows_made, rows_for_the_module
 
 # One test process runs the whole module (--dist loadgroup), so the demo month of `demo` is
 # seeded once per run, not once in each process that draws one of its tests.
@@ -86,7 +86,7 @@ def demo(django_db_setup, django_db_blocker):
         owner = user_factory(email="owner@example.com")
         agent = agent_factory(workspace=workspace_factory(name="Acme", owner=owner))
         activity_seed_demo(agent=agent)
-        analyze_the_module_rows()
+        module_rows_made()
         yield owner, agent
 
 
