@@ -16,6 +16,9 @@ from apps.knowledge.extraction.tabular import OUTLINE_FROM_BYTES, extract_json
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "café", "über", "東京", "مرحبا", "Привет", "zulu"]
 
+# Rows of numbers that make a file just over OUTLINE_FROM_BYTES, as one object or one per line.
+ROWS = 160_000
+
 
 def records(count: int) -> list[dict[str, object]]:
     return [
@@ -284,8 +287,8 @@ def test_minified_large_json_of_short_members_is_no_bigger_than_the_input() -> N
 @pytest.mark.parametrize(
     "data",
     [
-        b"\xef\xbb\xbf" + json.dumps({"name": "café", "rows": list(range(300_000))}).encode(),
-        json.dumps({"name": "café", "rows": list(range(300_000)), "ratio": float("nan")}).encode(),
+        b"\xef\xbb\xbf" + json.dumps({"name": "café", "rows": list(range(ROWS))}).encode(),
+        json.dumps({"name": "café", "rows": list(range(ROWS)), "ratio": float("nan")}).encode(),
     ],
     ids=["utf-8-bom", "nan"],
 )
@@ -293,23 +296,25 @@ def test_large_json_that_msgspec_refuses_is_read_the_slow_way(data: bytes) -> No
     assert len(data) > OUTLINE_FROM_BYTES
     markdown = extract(data, kind="json").markdown
     assert "- **name**: café\n" in markdown
-    assert "299999" in markdown
+    assert str(ROWS - 1) in markdown
 
 
 def test_large_invalid_json_says_where() -> None:
-    data = json.dumps({"rows": list(range(300_000))}, indent=1).encode()[:-3] + b"x]}"
+    data = json.dumps({"rows": list(range(ROWS))}, indent=1).encode()[:-3] + b"x]}"
     assert len(data) > OUTLINE_FROM_BYTES
-    with pytest.raises(ExtractionFailed, match=r"line 300003, column 2"):
+    with pytest.raises(ExtractionFailed, match=rf"line {ROWS + 3}, column 2"):
         extract(data, kind="json")
 
 
 @pytest.mark.parametrize("broken", [b"1 2", b"tr ue", b"- 1", b"1 .5"])
 def test_large_json_with_whitespace_inside_a_number_or_word_says_where(broken: bytes) -> None:
     # Dropping that whitespace would make "12" or "true" of it: invalid JSON must stay so.
-    data = json.dumps({"rows": list(range(300_000))}, indent=1).encode()[:-3] + b"," + broken
+    data = json.dumps({"rows": list(range(ROWS))}, indent=1).encode()[:-3] + b"," + broken
     data += b"]}"
     assert len(data) > OUTLINE_FROM_BYTES
-    with pytest.raises(ExtractionFailed, match=r"invalid or truncated \(error at line 300003, "):
+    with pytest.raises(
+        ExtractionFailed, match=rf"invalid or truncated \(error at line {ROWS + 3}, "
+    ):
         extract(data, kind="json")
 
 
@@ -346,7 +351,7 @@ def test_deeply_nested_large_json_is_split_to_a_bounded_depth() -> None:
 
 
 def test_large_json_keeps_members_whose_keys_read_the_same_once_cleaned() -> None:
-    data = json.dumps({"s": {"a\u0007": 1, "a": 2}, "rows": list(range(300_000))}).encode()
+    data = json.dumps({"s": {"a\u0007": 1, "a": 2}, "rows": list(range(ROWS))}).encode()
     assert len(data) > OUTLINE_FROM_BYTES
     assert "## s\n\n- **a**: 1\n- **a**: 2\n" in extract(data, kind="json").markdown
 
