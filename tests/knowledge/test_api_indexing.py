@@ -15,6 +15,7 @@ from django.utils import timezone
 from apps.knowledge import embedding_jobs, embeddings, tasks
 from apps.knowledge.models import KnowledgeDocument
 from tests.knowledge.conftest import make_file_document
+from tests.metrics import scrape, value
 from tests.workers import WorkerProcess, purge_test_queues, wait_for
 
 INDEXING_KEYS = {
@@ -152,20 +153,34 @@ def _long_markdown(sections: int) -> bytes:
 @pytest.mark.django_db(transaction=True)
 def test_embedding_hands_over_before_the_time_limit_instead_of_failing(api, agent, settings):
     """A worker whose soft time limit (10 s) is shorter than the document's embedding: each run
-    stops after its budget (a quarter of the limit) and queues its follow-up, so the document is
-    fully embedded with no failed task. Before, the run of 80 batches met the limit, failed and
-    waited for the 5-minute stalled sweep."""
+    stops after its budget (1 s here, at most a quarter of the limit) and queues its follow-up,
+    so the document is fully embedded with no failed task, in runs that ended "more" before
+    the one that ended "done" (the worker's task counts). Before, the run of 80 batches met the
+    limit, failed and waited for the 5-minute stalled sweep."""
     if not settings.REDIS_URL:
         pytest.skip("a real worker needs Redis (REDIS_URL)")
     purge_test_queues()
     document = make_file_document(agent, _long_markdown(40), "manual.md")
     assert document.chunk_count >= 100
+    before = scrape()
     worker = WorkerProcess(
         CELERY_TASK_SOFT_TIME_LIMIT="10",
         CELERY_TASK_TIME_LIMIT="30",
+        # Over 100 passages in batches of 4: several seconds on any machine, so several runs.
+        KNOWLEDGE_EMBED_TASK_SECONDS="1",
         MEDIA_ROOT=str(settings.MEDIA_ROOT),
     ).start()
     states = set()
+
+    def runs(outcome: str) -> float:
+        """knowledge.embed's runs that ended `outcome` since the test began: counts only grow
+        here (other test processes share the metrics folder), so failures are checked on the
+        document, not on the counts."""
+        name, task = "celery_tasks_total", "knowledge.embed"
+        return value(scrape(), name, task=task, outcome=outcome) - value(
+            before, name, task=task, outcome=outcome
+        )
+
     try:
         tasks.embed.apply_async(args=[document.pk])
 
@@ -175,6 +190,9 @@ def test_embedding_hands_over_before_the_time_limit_instead_of_failing(api, agen
             return body["state"] == "done"
 
         wait_for(finished, timeout=400, interval=0.3, message="never fully embedded")
+        # The worker counts a run once it returns, just after its last write.
+        wait_for(lambda: runs("done") >= 1, timeout=30, message="the last run was not counted")
+        handed_over = runs("more")
     finally:
         worker.stop()
         purge_test_queues()
@@ -184,3 +202,4 @@ def test_embedding_hands_over_before_the_time_limit_instead_of_failing(api, agen
     assert document.embedding_claimed_until is None
     assert "running" in states
     assert "retrying" not in states
+    assert handed_over >= 1, "embedded in one run: nothing was handed over"

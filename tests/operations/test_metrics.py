@@ -18,27 +18,11 @@ from apps.knowledge.models import KnowledgeDocument
 from tests.activity.factories import run_factory
 from tests.knowledge.conftest import upload
 from tests.mcp_server.conftest import mcp_post, obtain_grant
+from tests.metrics import NS, scrape, value
 from tests.webhooks.factories import webhook_factory
 from tests.workers import WorkerProcess, process_queues, purge_test_queues, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-NS = "agent_console_"
-
-
-def scrape(client: Client | None = None) -> dict[tuple[str, frozenset], float]:
-    response = (client or Client()).get("/metrics")
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
-    samples = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return samples
-
-
-def value(samples, name: str, **labels: str) -> float:
-    return samples.get((NS + name, frozenset(labels.items())), 0.0)
 
 
 def _embed_outcomes(samples) -> dict[str, float]:
