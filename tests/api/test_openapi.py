@@ -39,13 +39,18 @@ def test_document_is_valid_openapi_3_with_contract_version(openapi_document):
     }
 
 
-def test_every_operation_declares_scope_security_and_errors(openapi_document):
-    operations = [
+def _operations(document: dict) -> list[tuple[str, str, dict]]:
+    """(path, method, operation) of every operation the document lists."""
+    return [
         (path, method, op)
-        for path, item in openapi_document["paths"].items()
+        for path, item in document["paths"].items()
         for method, op in item.items()
         if method in {"get", "post", "patch", "put", "delete"}
     ]
+
+
+def test_every_operation_declares_scope_security_and_errors(openapi_document):
+    operations = _operations(openapi_document)
     assert operations
     for path, method, op in operations:
         where = f"{method.upper()} {path}"
@@ -78,12 +83,7 @@ def fuzz_schema(db):
     """Every operation; under `make test-fast`'s profile a third of them, drawn anew each run
     (tests/examples.py `share`), so a few runs of the loop still send every one."""
     document = fetch_document()
-    operations = [
-        f"{method.upper()} {path}"
-        for path, item in document["paths"].items()
-        for method in item
-        if method in {"get", "post", "patch", "put", "delete"}
-    ]
+    operations = [f"{method.upper()} {path}" for path, method, _op in _operations(document)]
     schema = fuzz_schema_from(document)
     # The names schemathesis gives the operations are these: none is skipped unseen.
     assert {result.ok().verbose_name for result in schema.get_all_operations()} == set(operations)

@@ -21,10 +21,8 @@ from django.conf import settings
 from django.db import connection
 
 from tests.redis_server import free_port
-from tests.scripts.make_run import make_run_env
+from tests.scripts.make_run import ROOT, make_run_env
 from tests.workers import wait_for
-
-ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _schedule_files(folder: Path) -> dict[str, float]:
