@@ -14,7 +14,9 @@ answered 200 for:
 
 - runs: completed runs (one per request, or `--batch` per request) posted to /v1/ingest, by
   1 or `--clients` clients, all on one Agent or spread over `--clients` Agents (the issue's
-  "no single-row serialisation": one Agent should reach 90 % of the spread figure);
+  "no single-row serialisation": one Agent should reach 90 % of the spread figure); and
+  `--batch` runs of as many end users, each in a conversation of its own, of three models and
+  two statuses (what the Overview's per-user and per-conversation rows cost at their most);
 - steps: `type: step` records in batches (`--step-runs` runs of `--steps-per-run` steps each,
   one request), 1 client and 4 clients;
 - otlp: `ExportTraceServiceRequest` protobuf batches built with opentelemetry-proto
@@ -186,6 +188,21 @@ def run_records(conversation: str, count: int) -> list[dict]:
     ]  # fmt: skip
 
 
+def spread_run_records(conversations: str) -> list[dict]:
+    """A run in each of the conversations (`conversation_for`'s, with `spread`), by its end
+    user, of one of three models, one in five failed."""
+    out = []
+    for index, (run, conversation) in enumerate(
+        zip(run_records("", conversations.count(",") + 1), conversations.split(","), strict=True)
+    ):
+        base, number = conversation.rsplit("_", 1)
+        run |= {"conversation_id": conversation, "user_id": f"{base}_u{number}",
+                "model_id": ("gpt-4.1-mini", "gpt-4.1", "claude-sonnet-4")[index % 3],
+                "status": "failed" if index % 5 == 0 else "completed"}  # fmt: skip
+        out.append(run)
+    return out
+
+
 def step_records(conversation: str, runs: int, steps: int) -> list[dict]:
     records: list[dict] = []
     for run in run_records(conversation, runs):
@@ -310,7 +327,8 @@ class Case:
     path: str
     content_type: str
     per_request: int  # units each request records
-    build: object  # (conversation) -> bytes
+    build: object  # (conversation) -> bytes; with `spread`, the conversations joined by ","
+    spread: int = 0  # a client's end users, each with a conversation of their own
 
 
 @dataclass
@@ -348,9 +366,20 @@ def client_loop(port, key, conversation, case: Case, stop_at, outcome: Outcome, 
         outcome.failures += failures
 
 
-def conversation_for(port: int, key: str) -> str:
+def conversation_for(port: int, key: str, spread: int = 0) -> str:
+    """A new conversation (with `spread`, that many end users and a conversation for each,
+    their ids joined by ",")."""
     conversation = unique("conv")
-    body = orjson.dumps([{"type": "conversation", "id": conversation, "status": "completed"}])
+    records = [{"type": "conversation", "id": conversation, "status": "completed"}]
+    if spread:
+        records = []
+        for index in range(spread):
+            user = f"{conversation}_u{index}"
+            records += [{"type": "user", "id": user},
+                        {"type": "conversation", "id": f"{conversation}_{index}",
+                         "user_id": user, "status": "completed"}]  # fmt: skip
+        conversation = ",".join(f"{conversation}_{index}" for index in range(spread))
+    body = orjson.dumps(records)
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     connection.request(
         "POST", "/v1/ingest", body=body,
@@ -503,7 +532,7 @@ def run_case(
     lanes = []
     for client in range(case.clients):
         credential = credentials[client % case.agents]
-        lanes.append((credential["key"], conversation_for(port, credential["key"])))
+        lanes.append((credential["key"], conversation_for(port, credential["key"], case.spread)))
     # One request per client before the clock starts: every worker thread warm.
     warm = Outcome()
     lock = threading.Lock()
@@ -585,6 +614,8 @@ def cases(args) -> list[Case]:
              json_type, batch, runs(batch)),
         Case(f"runs {clients} clients x {batch}, {clients} Agents", "runs", clients, clients,
              ingest, json_type, batch, runs(batch)),
+        Case(f"runs 1 client x {batch}, {batch} users", "runs", 1, 1, ingest, json_type, batch,
+             lambda conversations: orjson.dumps(spread_run_records(conversations)), batch),
     ]  # fmt: skip
     for count in (1, 4):
         out.append(
