@@ -63,19 +63,19 @@ def _own_stripe() -> int:
 
 
 def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[tuple[str, str], ...],
-                rows: int, stripe_sql: str) -> str:  # fmt: skip
-    """An upsert of `rows` rows of (keys..., counters...) adding the counters, into the stripe
-    `stripe_sql` names. Names are the constants of `rollup_apply`, never input."""
+                stripe_sql: str) -> str:  # fmt: skip
+    """An upsert of rows of (keys..., counters...) adding the counters, into the stripe
+    `stripe_sql` names, the rows given as one array a column (`_columns`), taken in their
+    order. Names are the constants of `rollup_apply`, never input.
+
+    Arrays, not a VALUES list of placeholders: the statement's text stays the same whatever the
+    rows, so psycopg converts it once (a batch of 100 end users' runs has 300-odd rows, whose
+    placeholders psycopg parsed anew in every statement: 10 ms of a 26 ms batch)."""
     quote = connection.ops.quote_name
     width = len(keys) + len(counters)
-    values = ", ".join(["(" + ", ".join(["%s"] * width) + ")"] * rows)
     aliases = [f"v{index}" for index in range(width)]
-    selected = [f"{alias}::{kind}" for alias, (_name, kind) in zip(aliases, keys, strict=False)]
-    selected.insert(len(keys), stripe_sql)
-    selected += [
-        f"{alias}::{kind}"
-        for alias, (_name, kind) in zip(aliases[len(keys) :], counters, strict=True)
-    ]
+    arrays = ", ".join(f"%s::{kind}[]" for _name, kind in keys + list(counters))
+    selected = aliases[: len(keys)] + [stripe_sql] + aliases[len(keys) :]
     columns = [quote(name) for name, _kind in keys + list(counters)]
     columns.insert(len(keys), "stripe")
     conflict = ", ".join([quote(name) for name, _kind in keys] + ["stripe"])
@@ -84,9 +84,14 @@ def _insert_sql(table: str, keys: list[tuple[str, str]], counters: tuple[tuple[s
     )
     return (
         f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(selected)} "  # noqa: S608
-        f"FROM (VALUES {values}) AS v({', '.join(aliases)}) "
+        f"FROM unnest({arrays}) WITH ORDINALITY AS v({', '.join(aliases)}, n) ORDER BY n "
         f"ON CONFLICT ({conflict}) DO UPDATE SET {additions}"
     )
+
+
+def _columns(rows: list[list]) -> list[list]:
+    """Rows as one list a column: `_insert_sql`'s arrays."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 # The counters of a rollup row, in the order a `Delta` holds them.
@@ -121,20 +126,19 @@ def rollup_apply(agent_id: str, delta: Delta) -> None:
             "(CASE WHEN v1 = ANY(%s) THEN 0 ELSE (SELECT stripe FROM claimed) END)::smallint"
         )
         if counter_rows:
-            sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTER_KINDS, len(counter_rows),
-                              stripe_sql)  # fmt: skip
+            sql = _insert_sql(Rollup._meta.db_table, _KEYS, _COUNTER_KINDS, stripe_sql)
             parts.append(f", counters AS ({sql}{rollup_counts.RETURNING_SQL})")
             params.append(list(overview_rollup.UNSTRIPED))  # stripe_sql's, before the rows
-            params += [value for row in counter_rows for value in row]
+            params += _columns(counter_rows)
             # The rows of the counted groups it inserts, counted (apps.activity.rollup_counts).
             parts.append(rollup_counts.INSERTED_SQL)
             params += [agent_id, overview_rollup.COUNTS, list(overview_rollup.COUNTED)]
         if bucket_rows:
             sql = _insert_sql(RollupLatency._meta.db_table, [*_KEYS, ("bucket", "smallint")],
-                              (("count", "bigint"),), len(bucket_rows), stripe_sql)  # fmt: skip
+                              (("count", "bigint"),), stripe_sql)  # fmt: skip
             parts.append(f", latency AS ({sql})")
             params.append(list(overview_rollup.UNSTRIPED))
-            params += [value for row in bucket_rows for value in row]
+            params += _columns(bucket_rows)
         parts.append(" SELECT stripe FROM claimed")
         with connection.cursor() as cursor:
             cursor.execute("".join(parts), params)
