@@ -343,3 +343,17 @@ def test_runs_and_steps_alike_in_one_batch_count_each(agent):
     assert purged.runs == 9
     _assert_same_figures(agent)
     assert _rollup_rows() == ([], [])
+
+
+def test_names_with_quotes_commas_braces_and_backslashes_roll_up_as_they_are(agent):
+    """The rollup's upsert takes its rows as arrays (apps.activity.analytics.rollup): a model
+    or tool name holding what an array literal quotes arrives whole, as its rebuild has it."""
+    odd = 'm "q", {b} \\ \' NULL'
+    user = _users(agent)[0]
+    for n in range(3):
+        record_run(agent, at=NOW - timedelta(days=n), model_id=f"{odd}{n}", user_id=user,
+                   tool_names=[f"tool, {{{n}}} \\\"", "NULL"], status=STATUSES[n])  # fmt: skip
+    assert Rollup.objects.filter(group="ov_run", key__endswith=f"{odd}1").exists()
+    assert Rollup.objects.filter(group="ov_tool", key__startswith='tool, {2} \\"').exists()
+    _assert_same_figures(agent, PERIODS[:2])
+    _assert_rollup_is_its_rebuild(agent)
