@@ -188,6 +188,11 @@ def run_records(conversation: str, count: int) -> list[dict]:
     ]  # fmt: skip
 
 
+def user_of(conversation: str) -> str:
+    """The end user of a conversation `conversation_for` made with `spread`."""
+    return f"{conversation}_user"
+
+
 def spread_run_records(conversations: str) -> list[dict]:
     """A run in each of the conversations (`conversation_for`'s, with `spread`), by its end
     user, of one of three models, one in five failed."""
@@ -195,8 +200,7 @@ def spread_run_records(conversations: str) -> list[dict]:
     for index, (run, conversation) in enumerate(
         zip(run_records("", conversations.count(",") + 1), conversations.split(","), strict=True)
     ):
-        base, number = conversation.rsplit("_", 1)
-        run |= {"conversation_id": conversation, "user_id": f"{base}_u{number}",
+        run |= {"conversation_id": conversation, "user_id": user_of(conversation),
                 "model_id": ("gpt-4.1-mini", "gpt-4.1", "claude-sonnet-4")[index % 3],
                 "status": "failed" if index % 5 == 0 else "completed"}  # fmt: skip
         out.append(run)
@@ -373,12 +377,12 @@ def conversation_for(port: int, key: str, spread: int = 0) -> str:
     records = [{"type": "conversation", "id": conversation, "status": "completed"}]
     if spread:
         records = []
-        for index in range(spread):
-            user = f"{conversation}_u{index}"
-            records += [{"type": "user", "id": user},
-                        {"type": "conversation", "id": f"{conversation}_{index}",
-                         "user_id": user, "status": "completed"}]  # fmt: skip
-        conversation = ",".join(f"{conversation}_{index}" for index in range(spread))
+        ids = [f"{conversation}_{index}" for index in range(spread)]
+        for talk in ids:
+            records += [{"type": "user", "id": user_of(talk)},
+                        {"type": "conversation", "id": talk, "user_id": user_of(talk),
+                         "status": "completed"}]  # fmt: skip
+        conversation = ",".join(ids)
     body = orjson.dumps(records)
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     connection.request(

@@ -3,9 +3,10 @@ call of `start()` serves the same page on a new local port and returns its origi
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.http_thread import serve_in_thread
 
 
 def page_origins(page: bytes) -> Iterator[Callable[[], str]]:
@@ -26,7 +27,7 @@ def page_origins(page: bytes) -> Iterator[Callable[[], str]]:
 
     def start() -> str:
         server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        serve_in_thread(server)
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}"
 

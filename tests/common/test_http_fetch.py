@@ -25,6 +25,7 @@ import pytest
 
 from apps.common.http import USER_AGENT, FetchError, FetchResult, fetch, post_json
 from apps.common.netguard import BlockedURL
+from tests.http_thread import serve_in_thread
 
 Handler = BaseHTTPRequestHandler
 Route = Callable[[Handler], None]
@@ -89,8 +90,7 @@ def _serve(wrap: Callable[[socket.socket], socket.socket] | None = None) -> Iter
         httpd.socket = wrap(httpd.socket)
     httpd.local = local
     local.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
+    thread = serve_in_thread(httpd)
     try:
         yield local
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus import CORPUS_DIR, SKIP_REASON
+from tests.http_thread import serve_in_thread
 from tests.knowledge.factories import file_document_factory, upload  # noqa: F401
 
 CORPUS = CORPUS_DIR
@@ -63,11 +64,7 @@ class PageServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        # shutdown() waits for the loop's next poll: every 0.5 s by default, after each test.
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.thread = serve_in_thread(self.httpd)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}{path}"

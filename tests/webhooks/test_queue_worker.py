@@ -19,6 +19,7 @@ from apps.webhooks.models import WebhookAttempt, WebhookDelivery
 from apps.webhooks.services import deliveries_record_for_runs
 from config.celery import app
 from tests.activity.factories import run_factory
+from tests.http_thread import serve_in_thread
 from tests.webhooks.factories import delivery_factory, webhook_factory
 from tests.workers import (
     BeatProcess,
@@ -63,11 +64,7 @@ class SlowReceiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        # shutdown() waits for the loop's next poll: every 0.5 s by default, after each test.
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.thread = serve_in_thread(self.server)
 
     @property
     def url(self) -> str:
